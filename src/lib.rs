@@ -1,1 +1,14 @@
+//! retrylab: simulate and model-check retry and deduplication protocols.
+//!
+//! - [`protocol`]: the idempotency-key protocol as pure logic, written once.
+//! - [`model`]: the checked world (clients, lossy network, server processes, store, ghost ledger).
+//! - [`check`]: exhaustive BFS, seeded swarm walks, trace replay.
+//! - [`spec`]: the model-file format.
+//! - [`cli`]: the `retrylab` command.
+
+pub mod atomic;
+pub mod check;
+pub mod cli;
+pub mod model;
 pub mod protocol;
+pub mod spec;
