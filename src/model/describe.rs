@@ -185,7 +185,7 @@ impl World {
         };
         let who = proc_name(proc);
         let key = key_name(job.request.key);
-        let sent = |after: &State| -> String {
+        let sent = |after: &State, code: u16| -> String {
             after
                 .network
                 .keys()
@@ -199,7 +199,9 @@ impl World {
                     }
                     _ => None,
                 })
-                .unwrap_or_else(|| "a response".to_string())
+                .unwrap_or_else(|| {
+                    format!("{code}, into a closed connection (its client abandoned this attempt)")
+                })
         };
         match job.step {
             JobStep::Claim => match after.procs[proc as usize] {
@@ -220,16 +222,14 @@ impl World {
                     }
                 }
                 _ => {
-                    let reason = if events.has(Event::Replay) {
-                        "completed: replays the stored response"
+                    let (reason, code) = if events.has(Event::Replay) {
+                        ("completed: replays the stored response", 200)
                     } else if events.has(Event::Conflict) {
-                        "in_progress"
-                    } else if events.has(Event::BodyMismatch) {
-                        "used with another fingerprint"
+                        ("in_progress", 409)
                     } else {
-                        "?"
+                        ("used with another fingerprint", 422)
                     };
-                    format!("{who} finds {key} {reason}, answers {}", sent(after))
+                    format!("{who} finds {key} {reason}, answers {}", sent(after, code))
                 }
             },
             JobStep::Insert => format!(
@@ -250,7 +250,7 @@ impl World {
                     )
                 }
             }
-            JobStep::Respond { .. } => format!("{who} answers {}", sent(after)),
+            JobStep::Respond { code, .. } => format!("{who} answers {}", sent(after, code)),
         }
     }
 }
