@@ -1,2 +1,3 @@
+pub mod backoff;
 pub mod protocol;
 pub mod real;
