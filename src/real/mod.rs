@@ -11,6 +11,7 @@
 //! completion in one transaction). [`handle`] runs the three in a row. Time is always passed in (`now_ms`): no
 //! decision reads the wall clock.
 
+pub mod article;
 mod lock;
 mod memory;
 mod sqlite;
