@@ -4,7 +4,9 @@
 //! directly, so only the store's own synchronisation is explored.
 
 use retrylab::protocol::{status, Claim, FingerprintPolicy, Lease, ProtocolConfig};
-use retrylab::real::{handle, Claimed, KeyStore, Lock, MemoryStore, Reply, Request, Tables};
+use retrylab::real::{
+    handle, Claimed, Completion, KeyStore, Lock, MemoryStore, Reply, Request, Tables,
+};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex as StdMutex;
@@ -176,6 +178,9 @@ fn slow_owner_and_take_over(fencing: bool) -> (usize, usize) {
         };
         let retry = handle(&*store, &pay(), lease_ms).unwrap();
         let late = slow.join().unwrap();
+        if !fencing {
+            assert_ne!(late, Completion::Refused, "only fencing refuses");
+        }
         let payments = store.payments().unwrap().len();
         if fencing {
             assert_eq!(

@@ -11,8 +11,8 @@ use retrylab::protocol::{
     canonical_json, fingerprint, status, Claim, Decision, FingerprintPolicy, Lease, ProtocolConfig,
 };
 use retrylab::real::{
-    handle, ClaimLookup, ClaimToken, Claimed, KeyStore, MemoryStore, Reply, Request, SqliteStore,
-    StdLock, StoreError, Tables,
+    handle, ClaimLookup, ClaimToken, Claimed, Completion, KeyStore, MemoryStore, Reply, Request,
+    SqliteStore, StdLock, StoreError, Tables,
 };
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -281,12 +281,17 @@ fn run_schedule(stores: &[&dyn KeyStore], ops: &[Op]) -> Result<Outcome, StoreEr
                             Phase::Idle
                         }
                     },
-                    Phase::Owner(token) => {
-                        let reply = store.complete(&request, token, now_ms)?;
-                        outcome.refused_completions += usize::from(reply.status != status::CREATED);
-                        outcome.replies.push(reply);
-                        Phase::Idle
-                    }
+                    Phase::Owner(token) => match store.complete(&request, token, now_ms)? {
+                        Completion::Created(reply) => {
+                            outcome.replies.push(reply);
+                            Phase::Idle
+                        }
+                        // Fenced: the handler starts again from the claim (its next step looks again).
+                        Completion::Refused => {
+                            outcome.refused_completions += 1;
+                            Phase::Idle
+                        }
+                    },
                 };
             }
         }

@@ -61,7 +61,11 @@ pub fn run_article(db_path: &Path, config: ProtocolConfig) -> Result<ArticleRun,
                                 *count < PARALLEL_REQUEST_COUNT - 1
                             })
                             .unwrap_or_else(|e| e.into_inner());
-                        store.complete(&request, token, 0)
+                        match store.complete(&request, token, 0)? {
+                            super::Completion::Created(reply) => Ok(reply),
+                            // Taken over (only possible with a lease): start again, as any handler does.
+                            super::Completion::Refused => super::handle(&store, &request, 0),
+                        }
                     }
                     super::Claimed::Answered(reply) => {
                         let (count, changed) = &*answered;

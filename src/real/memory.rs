@@ -2,11 +2,12 @@
 //!
 //! The rows are a plain list, like a table: under [`Claim::UniqueIndex`] the claim looks for the key and inserts in
 //! one critical section (one `Lock::with`), the in-memory `INSERT OR IGNORE`; under [`Claim::SelectThenInsert`] the
-//! look-up and the insert are two critical sections, so two requests can both see no row and both insert.
+//! look-up and the insert are two critical sections, so two requests can both see no row and both insert. Reads
+//! see a key's latest row and a completion updates every row of the key, as SQL without a unique index would.
 
 use super::{
-    decide_on_row, payment_response, reply_after_lost_claim, reply_for, ClaimLookup, ClaimToken,
-    Claimed, KeyRow, KeyStore, Lock, Payment, Reply, Request, StoreError,
+    decide_on_row, open_claim_token, payment_response, reply_for, ClaimLookup, ClaimToken, Claimed,
+    Completion, KeyRow, KeyStore, Lock, Payment, Reply, Request, StoreError, StoreFlow,
 };
 use crate::protocol::{self, Claim, Decision, ProtocolConfig};
 
@@ -20,41 +21,33 @@ pub struct Tables {
 }
 
 impl Tables {
-    fn first_row(&self, request: &Request) -> Option<usize> {
+    /// The key's latest row (its only row under a unique index).
+    fn latest_row(&self, request: &Request) -> Option<&KeyRow> {
         self.rows
             .iter()
-            .position(|row| row.client_id == request.client_id && row.key == request.key)
+            .rev()
+            .find(|row| row.client_id == request.client_id && row.key == request.key)
     }
 
-    /// The row a completion with `token` acts on: the row that still carries `token`, else the key's first row.
-    /// Under a unique index there is one row per key, so this is simply the key's row.
-    fn completion_row(&self, request: &Request, token: ClaimToken) -> Option<usize> {
-        self.rows
-            .iter()
-            .position(|row| {
-                row.client_id == request.client_id && row.key == request.key && row.token == token
-            })
-            .or_else(|| self.first_row(request))
-    }
-
-    fn next_token(&mut self) -> ClaimToken {
-        self.token_last += 1;
-        ClaimToken(self.token_last)
-    }
-
-    /// Act on an executing decision: insert a new in_progress row (`Execute`) or move the key's first row to a new
-    /// claim (`TakeOver`). Returns the new claim's token.
+    /// Act on an executing decision. A unique index takes an expired claim over in its row; select-then-insert
+    /// always inserts a new row (it has no index to find the old one by). Returns the new claim's token.
     fn write_claim(
         &mut self,
+        claim: Claim,
         request: &Request,
         decision: &Decision<String>,
         fingerprint: protocol::Fingerprint,
         now_ms: u64,
     ) -> ClaimToken {
-        let token = self.next_token();
-        match (decision, self.first_row(request)) {
-            (Decision::TakeOver, Some(index)) => {
-                let row = &mut self.rows[index];
+        self.token_last += 1;
+        let token = ClaimToken(self.token_last);
+        let existing = self
+            .rows
+            .iter_mut()
+            .rev()
+            .find(|row| row.client_id == request.client_id && row.key == request.key);
+        match (claim, decision, existing) {
+            (Claim::UniqueIndex, Decision::TakeOver, Some(row)) => {
                 row.token = token;
                 row.claimed_at_ms = now_ms;
             }
@@ -85,21 +78,9 @@ impl<L: Lock<Tables>> MemoryStore<L> {
         }
     }
 
-    /// A copy of the tables (for assertions and for the trace driver's comparisons).
+    /// A copy of the tables (for assertions).
     pub fn snapshot(&self) -> Tables {
         self.tables.with(|tables| tables.clone())
-    }
-
-    fn owner_or_answer(
-        token: Option<ClaimToken>,
-        decision: Decision<String>,
-    ) -> Result<Claimed, StoreError> {
-        match token {
-            Some(token) => Ok(Claimed::Owner { token, decision }),
-            None => Ok(Claimed::Answered(
-                reply_for(&decision)?.expect("a decision without a claim token does not execute"),
-            )),
-        }
     }
 }
 
@@ -114,8 +95,12 @@ impl<L: Lock<Tables>> KeyStore for MemoryStore<L> {
             Claim::SelectThenInsert => {
                 let fingerprint = request.fingerprint(&self.config);
                 let decision = self.tables.with(|tables| {
-                    let row = tables.first_row(request).map(|index| &tables.rows[index]);
-                    decide_on_row(&self.config, &fingerprint, row, now_ms)
+                    decide_on_row(
+                        &self.config,
+                        &fingerprint,
+                        tables.latest_row(request),
+                        now_ms,
+                    )
                 });
                 Ok(ClaimLookup(Some(decision)))
             }
@@ -129,57 +114,73 @@ impl<L: Lock<Tables>> KeyStore for MemoryStore<L> {
         now_ms: u64,
     ) -> Result<Claimed, StoreError> {
         let fingerprint = request.fingerprint(&self.config);
-        let (token, decision) = match (self.config.claim, lookup.0) {
+        let claim = self.config.claim;
+        let (token, decision) = match (claim, lookup.0) {
             // The broken variant acts on what its earlier SELECT saw, without looking again.
             (Claim::SelectThenInsert, Some(decision)) => {
                 let token = decision.executes().then(|| {
-                    self.tables
-                        .with(|tables| tables.write_claim(request, &decision, fingerprint, now_ms))
+                    self.tables.with(|tables| {
+                        tables.write_claim(claim, request, &decision, fingerprint, now_ms)
+                    })
                 });
                 (token, decision)
             }
             // One critical section: look, decide, and write the claim (INSERT OR IGNORE + read back).
             _ => self.tables.with(|tables| {
-                let row = tables.first_row(request).map(|index| &tables.rows[index]);
-                let decision = decide_on_row(&self.config, &fingerprint, row, now_ms);
+                let decision = decide_on_row(
+                    &self.config,
+                    &fingerprint,
+                    tables.latest_row(request),
+                    now_ms,
+                );
                 let token = decision
                     .executes()
-                    .then(|| tables.write_claim(request, &decision, fingerprint, now_ms));
+                    .then(|| tables.write_claim(claim, request, &decision, fingerprint, now_ms));
                 (token, decision)
             }),
         };
-        Self::owner_or_answer(token, decision)
+        match token {
+            Some(token) => Ok(Claimed::Owner { token, decision }),
+            None => Ok(Claimed::Answered(
+                reply_for(&decision)?.expect("a decision that does not execute has a reply"),
+            )),
+        }
     }
 
-    fn complete(
+    fn complete_with(
         &self,
         request: &Request,
         token: ClaimToken,
-        now_ms: u64,
-    ) -> Result<Reply, StoreError> {
+        _now_ms: u64,
+        before_commit: &mut dyn FnMut() -> StoreFlow,
+    ) -> Result<Completion, StoreError> {
+        // The effect and the completion in one critical section: the in-memory single transaction. The writes
+        // are prepared first and applied only after the hook said commit, which is what a rollback leaves.
         self.tables.with(|tables| {
-            let index = tables.completion_row(request, token);
-            let record_token = index.map(|index| tables.rows[index].token);
+            let record_token = open_claim_token(tables.latest_row(request));
             if !protocol::may_complete(self.config.fencing, &token, record_token.as_ref()) {
-                let row = index.map(|index| &tables.rows[index]);
-                return reply_after_lost_claim(&self.config, request, row, now_ms);
+                return Ok(Completion::Refused);
             }
-            // The effect and the completion in one critical section: the in-memory single transaction.
             let payment_id = tables.payments.len() as u64 + 1;
+            let response = payment_response(payment_id, request);
+            if before_commit() == StoreFlow::Crash {
+                return Err(StoreError::Crashed);
+            }
             tables.payments.push(Payment {
                 payment_id,
                 client_id: request.client_id.clone(),
                 key: request.key.clone(),
                 amount: request.amount().to_string(),
             });
-            let response = payment_response(payment_id, request);
-            if let Some(index) = index {
-                tables.rows[index].response = Some(response.to_string());
+            for row in tables.rows.iter_mut() {
+                if row.client_id == request.client_id && row.key == request.key {
+                    row.response = Some(response.to_string());
+                }
             }
-            Ok(Reply {
+            Ok(Completion::Created(Reply {
                 status: Decision::<String>::Execute.status(),
                 body: response,
-            })
+            }))
         })
     }
 

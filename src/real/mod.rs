@@ -18,7 +18,7 @@ mod sqlite;
 
 pub use lock::{Lock, StdLock};
 pub use memory::{MemoryStore, Tables};
-pub use sqlite::{SqliteStore, StoreFlow};
+pub use sqlite::SqliteStore;
 
 use crate::protocol::{self, Decision, Fingerprint, Lease, ProtocolConfig, RecordState};
 use serde_json::{json, Value};
@@ -83,6 +83,25 @@ pub enum Claimed {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClaimLookup(pub(crate) Option<Decision<String>>);
 
+/// What [`KeyStore::complete`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Completion {
+    /// The payment and the completion committed together: the 201.
+    Created(Reply),
+    /// [`protocol::may_complete`] refused: the claim was taken over (fencing). Nothing was written; the handler
+    /// starts again from the claim, which now sees the new owner's record (the model's `FencedCompletion`).
+    Refused,
+}
+
+/// What the owner's hook tells [`KeyStore::complete_with`] to do once the payment and the completion are written
+/// and not yet committed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreFlow {
+    Commit,
+    /// Stop before `COMMIT`, as a worker that dies there: the transaction is abandoned and rolled back.
+    Crash,
+}
+
 /// A stored payment (the effect), as the oracle counts it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Payment {
@@ -101,6 +120,12 @@ pub enum StoreError {
     /// The caller's hook stopped the effect transaction before its commit (a simulated crash).
     #[error("the worker crashed inside the effect transaction; nothing was committed")]
     Crashed,
+    #[error("the claim on {client_id}/{key} was taken over {attempts} times in a row")]
+    ClaimLost {
+        client_id: String,
+        key: String,
+        attempts: usize,
+    },
 }
 
 /// The server side of the protocol over some storage. All methods take `&self`; a store is shared by the request
@@ -121,14 +146,26 @@ pub trait KeyStore {
     ) -> Result<Claimed, StoreError>;
 
     /// Step 3, owner only: the effect (a payment) and the completion in one transaction, if
-    /// [`protocol::may_complete`] allows it; otherwise nothing is written and the request is answered from the
-    /// current record.
+    /// [`protocol::may_complete`] allows it (otherwise nothing is written: [`Completion::Refused`]).
+    /// `before_commit` runs inside the transaction after both writes and before the commit;
+    /// [`StoreFlow::Crash`] abandons the transaction there and returns [`StoreError::Crashed`].
+    fn complete_with(
+        &self,
+        request: &Request,
+        token: ClaimToken,
+        now_ms: u64,
+        before_commit: &mut dyn FnMut() -> StoreFlow,
+    ) -> Result<Completion, StoreError>;
+
+    /// [`KeyStore::complete_with`] that always commits.
     fn complete(
         &self,
         request: &Request,
         token: ClaimToken,
         now_ms: u64,
-    ) -> Result<Reply, StoreError>;
+    ) -> Result<Completion, StoreError> {
+        self.complete_with(request, token, now_ms, &mut || StoreFlow::Commit)
+    }
 
     /// Every payment made so far, in id order.
     fn payments(&self) -> Result<Vec<Payment>, StoreError>;
@@ -140,16 +177,31 @@ pub trait KeyStore {
     }
 }
 
-/// Handle one request from start to end, at one instant `now_ms`.
+/// How many times one handler claims again after a refused completion before it gives up with an error. One
+/// re-claim is what a single take-over needs; more means other handlers keep taking the key over.
+pub const RECLAIM_COUNT_MAX: usize = 4;
+
+/// Handle one request from start to end, at one instant `now_ms`: claim, and for the owner the effect and the
+/// completion; a refused completion (the claim was taken over) starts again from the claim.
 pub fn handle<S: KeyStore + ?Sized>(
     store: &S,
     request: &Request,
     now_ms: u64,
 ) -> Result<Reply, StoreError> {
-    match store.claim(request, now_ms)? {
-        Claimed::Owner { token, .. } => store.complete(request, token, now_ms),
-        Claimed::Answered(reply) => Ok(reply),
+    for _ in 0..=RECLAIM_COUNT_MAX {
+        let token = match store.claim(request, now_ms)? {
+            Claimed::Owner { token, .. } => token,
+            Claimed::Answered(reply) => return Ok(reply),
+        };
+        if let Completion::Created(reply) = store.complete(request, token, now_ms)? {
+            return Ok(reply);
+        }
     }
+    Err(StoreError::ClaimLost {
+        client_id: request.client_id.clone(),
+        key: request.key.clone(),
+        attempts: RECLAIM_COUNT_MAX + 1,
+    })
 }
 
 /// A stored key record as both stores hold it.
@@ -196,7 +248,7 @@ pub fn reply_for(decision: &Decision<String>) -> Result<Option<Reply>, StoreErro
     let body = match decision {
         Decision::Execute | Decision::TakeOver => return Ok(None),
         Decision::Replay(response) => serde_json::from_str(response)?,
-        Decision::InProgress => return Ok(Some(in_flight_reply())),
+        Decision::InProgress => json!({"error": "the request with this key is still in flight"}),
         Decision::BodyMismatch => json!({"error": "key already used with a different body"}),
     };
     Ok(Some(Reply {
@@ -205,27 +257,11 @@ pub fn reply_for(decision: &Decision<String>) -> Result<Option<Reply>, StoreErro
     }))
 }
 
-/// The reply of an owner whose completion [`protocol::may_complete`] refused (its claim was taken over): answered
-/// from the current record like any other request. If that record would let it execute again (the new owner's
-/// lease expired too), it still answers 409 rather than re-claiming inside a completion: a retry re-claims.
-pub(crate) fn reply_after_lost_claim(
-    config: &ProtocolConfig,
-    request: &Request,
-    row: Option<&KeyRow>,
-    now_ms: u64,
-) -> Result<Reply, StoreError> {
-    let decision = decide_on_row(config, &request.fingerprint(config), row, now_ms);
-    match reply_for(&decision)? {
-        Some(reply) => Ok(reply),
-        None => Ok(in_flight_reply()),
-    }
-}
-
-fn in_flight_reply() -> Reply {
-    Reply {
-        status: Decision::<String>::InProgress.status(),
-        body: json!({"error": "the request with this key is still in flight"}),
-    }
+/// The claim token a completion is fenced against: the key's record's token while it is in_progress, `None` once
+/// completed (or absent). With fencing only the holder of the open claim may complete.
+pub fn open_claim_token(row: Option<&KeyRow>) -> Option<ClaimToken> {
+    row.filter(|row| row.response.is_none())
+        .map(|row| row.token)
 }
 
 /// The owner's response, stored with the completion and replayed by later requests.

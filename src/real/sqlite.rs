@@ -8,22 +8,13 @@
 //! One `SqliteStore` is one connection: open one per worker thread, as a service opens one per handler.
 
 use super::{
-    decide_on_row, payment_response, reply_after_lost_claim, reply_for, ClaimLookup, ClaimToken,
-    Claimed, KeyRow, KeyStore, Payment, Reply, Request, StoreError,
+    decide_on_row, open_claim_token, payment_response, reply_for, ClaimLookup, ClaimToken, Claimed,
+    Completion, KeyRow, KeyStore, Payment, Reply, Request, StoreError, StoreFlow,
 };
 use crate::protocol::{self, Claim, Decision, Fingerprint, ProtocolConfig};
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 use std::path::Path;
 use std::time::Duration;
-
-/// What the owner's effect hook tells [`SqliteStore::complete_with`] to do once the payment and the completion are
-/// written and not yet committed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StoreFlow {
-    Commit,
-    /// Stop before `COMMIT`, as a worker that dies there: the transaction is abandoned and rolled back.
-    Crash,
-}
 
 /// How long a connection waits for another's write lock, like the article's `sqlite3.connect(timeout=5)`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -89,45 +80,6 @@ impl SqliteStore {
             .collect::<Result<_, _>>()?)
     }
 
-    /// [`KeyStore::complete`] with a hook that runs inside the owner's transaction, after the payment and the
-    /// completion are written and before `COMMIT`; [`StoreFlow::Crash`] abandons the transaction there.
-    pub fn complete_with(
-        &self,
-        request: &Request,
-        token: ClaimToken,
-        now_ms: u64,
-        before_commit: impl FnOnce() -> StoreFlow,
-    ) -> Result<Reply, StoreError> {
-        let transaction = self.immediate()?;
-        let row = completion_row(&transaction, request, token)?;
-        let record_token = row.as_ref().map(|(_, row)| row.token);
-        if !protocol::may_complete(self.config.fencing, &token, record_token.as_ref()) {
-            let row = row.as_ref().map(|(_, row)| row);
-            return reply_after_lost_claim(&self.config, request, row, now_ms);
-        }
-        transaction.execute(
-            "INSERT INTO payments (client_id, key, amount) VALUES (?1, ?2, ?3)",
-            params![request.client_id, request.key, request.amount().to_string()],
-        )?;
-        let payment_id = transaction.last_insert_rowid() as u64;
-        let response = payment_response(payment_id, request);
-        if let Some((rowid, _)) = row {
-            transaction.execute(
-                "UPDATE idempotency_keys SET status = 'completed', response = ?1 WHERE rowid = ?2",
-                params![response.to_string(), rowid],
-            )?;
-        }
-        if before_commit() == StoreFlow::Crash {
-            // Dropping the transaction rolls it back, as SQLite does for a connection that dies mid-transaction.
-            return Err(StoreError::Crashed);
-        }
-        transaction.commit()?;
-        Ok(Reply {
-            status: Decision::<String>::Execute.status(),
-            body: response,
-        })
-    }
-
     fn immediate(&self) -> Result<Transaction<'_>, StoreError> {
         Ok(Transaction::new_unchecked(
             &self.connection,
@@ -156,8 +108,7 @@ impl SqliteStore {
     ) -> Result<(), StoreError> {
         transaction.execute(
             "UPDATE idempotency_keys SET token = ?1, claimed_at_ms = ?2
-             WHERE rowid = (SELECT rowid FROM idempotency_keys WHERE client_id = ?3 AND key = ?4
-                            ORDER BY rowid LIMIT 1)",
+             WHERE client_id = ?3 AND key = ?4",
             params![
                 token.0 as i64,
                 now_ms as i64,
@@ -210,7 +161,7 @@ impl KeyStore for SqliteStore {
             Claim::SelectThenInsert => {
                 // The SELECT in a transaction of its own; the INSERT comes in a later one (claim_finish).
                 let transaction = self.immediate()?;
-                let row = first_row(&transaction, request)?;
+                let row = latest_row(&transaction, request)?;
                 transaction.commit()?;
                 let fingerprint = request.fingerprint(&self.config);
                 let row = row.as_ref().map(|(_, row)| row);
@@ -265,7 +216,7 @@ impl KeyStore for SqliteStore {
                 let row = if inserted {
                     None
                 } else {
-                    first_row(&transaction, request)?
+                    latest_row(&transaction, request)?
                 };
                 let decision = decide_on_row(
                     &self.config,
@@ -283,20 +234,47 @@ impl KeyStore for SqliteStore {
                 decision
             }
         };
-        // Answered without a claim: nothing to keep (the unused token stays logged only if we commit; we don't).
+        // Answered without a claim: roll back, so the unused token is not logged.
         drop(transaction);
         Ok(Claimed::Answered(
             reply_for(&decision)?.expect("a decision that does not execute has a reply"),
         ))
     }
 
-    fn complete(
+    fn complete_with(
         &self,
         request: &Request,
         token: ClaimToken,
-        now_ms: u64,
-    ) -> Result<Reply, StoreError> {
-        self.complete_with(request, token, now_ms, || StoreFlow::Commit)
+        _now_ms: u64,
+        before_commit: &mut dyn FnMut() -> StoreFlow,
+    ) -> Result<Completion, StoreError> {
+        let transaction = self.immediate()?;
+        let row = latest_row(&transaction, request)?;
+        let record_token = open_claim_token(row.as_ref().map(|(_, row)| row));
+        if !protocol::may_complete(self.config.fencing, &token, record_token.as_ref()) {
+            return Ok(Completion::Refused); // the transaction rolls back unused
+        }
+        transaction.execute(
+            "INSERT INTO payments (client_id, key, amount) VALUES (?1, ?2, ?3)",
+            params![request.client_id, request.key, request.amount().to_string()],
+        )?;
+        let payment_id = transaction.last_insert_rowid() as u64;
+        let response = payment_response(payment_id, request);
+        // Every row of the key: one under a unique index; without one, the article's UPDATE by (client, key).
+        transaction.execute(
+            "UPDATE idempotency_keys SET status = 'completed', response = ?1
+             WHERE client_id = ?2 AND key = ?3",
+            params![response.to_string(), request.client_id, request.key],
+        )?;
+        if before_commit() == StoreFlow::Crash {
+            // Dropping the transaction rolls it back, as SQLite does for a connection that dies mid-transaction.
+            return Err(StoreError::Crashed);
+        }
+        transaction.commit()?;
+        Ok(Completion::Created(Reply {
+            status: Decision::<String>::Execute.status(),
+            body: response,
+        }))
     }
 
     fn payments(&self) -> Result<Vec<Payment>, StoreError> {
@@ -336,8 +314,8 @@ fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowWithId> {
     ))
 }
 
-/// The key's first row (its only row under a unique index).
-fn first_row(
+/// The key's latest row (its only row under a unique index).
+fn latest_row(
     transaction: &Transaction<'_>,
     request: &Request,
 ) -> Result<Option<RowWithId>, StoreError> {
@@ -345,28 +323,9 @@ fn first_row(
         .query_row(
             &format!(
                 "SELECT {ROW_COLUMNS} FROM idempotency_keys WHERE client_id = ?1 AND key = ?2
-                 ORDER BY rowid LIMIT 1"
+                 ORDER BY rowid DESC LIMIT 1"
             ),
             params![request.client_id, request.key],
-            read_row,
-        )
-        .optional()?)
-}
-
-/// The row a completion with `token` acts on: the one still carrying `token`, else the key's first row (the same
-/// rule as the in-memory store).
-fn completion_row(
-    transaction: &Transaction<'_>,
-    request: &Request,
-    token: ClaimToken,
-) -> Result<Option<RowWithId>, StoreError> {
-    Ok(transaction
-        .query_row(
-            &format!(
-                "SELECT {ROW_COLUMNS} FROM idempotency_keys WHERE client_id = ?1 AND key = ?2
-                 ORDER BY token = ?3 DESC, rowid LIMIT 1"
-            ),
-            params![request.client_id, request.key, token.0 as i64],
             read_row,
         )
         .optional()?)
