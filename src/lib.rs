@@ -5,10 +5,14 @@
 //! - [`check`]: exhaustive BFS, seeded swarm walks, trace replay.
 //! - [`spec`]: the model-file format.
 //! - [`cli`]: the `retrylab` command.
+//! - [`real`]: the protocol as real code (in-memory and SQLite stores).
+//! - [`backoff`]: retry strategies and retry control.
 
 pub mod atomic;
+pub mod backoff;
 pub mod check;
 pub mod cli;
 pub mod model;
 pub mod protocol;
+pub mod real;
 pub mod spec;
