@@ -1,2 +1,4 @@
 pub mod backoff;
+pub mod plot;
 pub mod protocol;
+pub mod sim;
