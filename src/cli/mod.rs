@@ -1,0 +1,141 @@
+//! The `retrylab` command: parse, run, map the result to an exit code.
+//!
+//! Exit codes: 0 every model got the verdicts it declares (replay: the trace reproduced its violation);
+//! 1 at least one did not; 2 bad input or usage.
+
+mod check_cmd;
+mod output;
+mod replay_cmd;
+mod simulate_cmd;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_MISMATCH: i32 = 1;
+pub const EXIT_BAD_INPUT: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "retrylab",
+    version,
+    about = "Model-check and simulate retry and deduplication protocols"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Explore every state of each model (breadth-first) and compare the verdicts with the declared ones.
+    Check(CheckArgs),
+    /// Seeded swarm random walks over each model.
+    Simulate(SimulateArgs),
+    /// Replay a saved counterexample trace step by step.
+    Replay(ReplayArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    /// Model files, or folders of them (every *.toml below).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// One JSON object per model per line on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Folder for counterexample traces.
+    #[arg(long, default_value = "target/retrylab/traces")]
+    pub traces: PathBuf,
+    /// Print the timeline of every counterexample (by default only of unexpected verdicts).
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    /// Override every model's limits.max-states.
+    #[arg(long)]
+    pub max_states: Option<u64>,
+    /// Override every model's limits.max-depth.
+    #[arg(long)]
+    pub max_depth: Option<u32>,
+    /// Stop a search (as incomplete) before its structures exceed this many MiB.
+    #[arg(long, default_value_t = 8192)]
+    pub max_memory_mib: u64,
+    /// Worker threads (default: all cores). Results do not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SimulateArgs {
+    /// Model files, or folders of them.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Number of seeds (walks) per model.
+    #[arg(long, default_value_t = 1000)]
+    pub seeds: u64,
+    /// First seed; walks use seeds S, S+1, ..., S+N-1.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Steps per walk at most.
+    #[arg(long, default_value_t = 400)]
+    pub max_depth: u32,
+    #[arg(long)]
+    pub json: bool,
+    #[arg(long, default_value = "target/retrylab/traces")]
+    pub traces: PathBuf,
+    #[arg(long, short = 'v')]
+    pub verbose: bool,
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ReplayArgs {
+    /// A trace file written by check or simulate.
+    pub trace: PathBuf,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run the command line; returns the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let code = if error.use_stderr() {
+                EXIT_BAD_INPUT
+            } else {
+                EXIT_OK
+            };
+            let _ = error.print();
+            return code;
+        }
+    };
+    run(cli)
+}
+
+pub fn run(cli: Cli) -> i32 {
+    let threads = match &cli.command {
+        Command::Check(args) => args.threads,
+        Command::Simulate(args) => args.threads,
+        Command::Replay(_) => None,
+    };
+    if threads == Some(0) {
+        eprintln!("error: --threads must be at least 1");
+        return EXIT_BAD_INPUT;
+    }
+    let pool = match rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.unwrap_or(0))
+        .build()
+    {
+        Ok(pool) => pool,
+        Err(error) => {
+            eprintln!("error: cannot start worker threads: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    pool.install(|| match cli.command {
+        Command::Check(args) => check_cmd::run(&args),
+        Command::Simulate(args) => simulate_cmd::run(&args),
+        Command::Replay(args) => replay_cmd::run(&args),
+    })
+}

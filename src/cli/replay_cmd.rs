@@ -1,0 +1,60 @@
+//! `retrylab replay`: run a saved trace strictly and show whether its violation reproduces.
+
+use super::{ReplayArgs, EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
+use crate::check::{replay, trace};
+use serde_json::json;
+
+pub fn run(args: &ReplayArgs) -> i32 {
+    let file = args.trace.display().to_string();
+    let text = match std::fs::read_to_string(&args.trace) {
+        Ok(text) => text,
+        Err(error) => {
+            eprintln!("error: {file}: cannot read: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let outcome = trace::parse_trace(&file, &text).and_then(|parsed| replay(&file, &parsed));
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if args.json {
+        let line = json!({
+            "trace": file,
+            "model": outcome.model.path,
+            "property": outcome.property.name(),
+            "steps": outcome.steps.len(),
+            "reproduced": outcome.violated_at.is_some(),
+            "violated_at": outcome.violated_at,
+        });
+        println!("{line}");
+    } else {
+        println!("{} ({})", outcome.model.path, outcome.model.description);
+        println!(
+            "property {}: {}",
+            outcome.property.name(),
+            outcome.property.description()
+        );
+        for step in &outcome.steps {
+            println!("  {:>3}. {}", step.step, step.text);
+        }
+        match outcome.violated_at {
+            Some(step) => println!(
+                "reproduced: {} violated at step {step}",
+                outcome.property.name()
+            ),
+            None => println!(
+                "NOT reproduced: the trace ran, but {} was not violated",
+                outcome.property.name()
+            ),
+        }
+    }
+    if outcome.violated_at.is_some() {
+        EXIT_OK
+    } else {
+        EXIT_MISMATCH
+    }
+}

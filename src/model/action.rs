@@ -1,0 +1,28 @@
+//! Everything that can happen next, faults included. Serialisable: a trace is a list of actions.
+
+use super::state::{Key, Message, Request, Response};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "action")]
+pub enum Action {
+    /// A client in `Ready` sends its next attempt.
+    Send { client: u8 },
+    /// A waiting client stops waiting: it sends its next attempt at once, or gives up when none is left.
+    Timeout { client: u8 },
+    /// The network hands a request to an idle server process (always the lowest-numbered idle one: idle
+    /// processes are interchangeable, so the others would only repeat states).
+    DeliverRequest { request: Request, proc: u8 },
+    /// The network hands a response to its client.
+    DeliverResponse { response: Response },
+    /// A busy server process runs its next handler step.
+    Step { proc: u8 },
+    /// Fault: the network loses one copy of a message.
+    Drop { message: Message },
+    /// Fault: the network delivers one more copy of a message.
+    Duplicate { message: Message },
+    /// Fault: a busy process crashes at a step boundary (its open transaction is lost) and restarts idle.
+    Crash { proc: u8 },
+    /// A lease on an in_progress record runs out. A fault ("pause") when its owner is alive, otherwise just time.
+    ExpireLease { key: Key },
+}

@@ -1,0 +1,126 @@
+//! The world's configuration: what a model file describes, validated (see `crate::spec`).
+
+use crate::protocol::{Claim, Fingerprint, KeyPolicy, ProtocolConfig};
+use serde::{Deserialize, Serialize};
+
+/// Where the uniqueness of a key is scoped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyScope {
+    /// Primary key (client, key): the article's design.
+    PerClient,
+    /// Primary key (key) alone (DOMAIN.md mistake 3): two clients that pick the same key share a record.
+    Global,
+}
+
+/// One logical operation a client performs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Operation {
+    /// Index into `World::bodies`.
+    pub body: u8,
+    /// The key value the client uses for it (keys are small integers in the model: what matters is equality).
+    pub key: u8,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientsConfig {
+    pub count: u8,
+    pub max_attempts: u8,
+    pub key_policy: KeyPolicy,
+    /// Every client performs these operations, in order.
+    pub operations: Vec<Operation>,
+}
+
+/// Fault budgets: how many of each fault the explorer may inject along one path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
+pub struct Faults {
+    pub drop_requests: u8,
+    pub drop_responses: u8,
+    pub duplicate_requests: u8,
+    pub duplicate_responses: u8,
+    /// Crash of a server process at a step boundary (its open transaction is lost); it restarts empty.
+    pub crashes: u8,
+    /// Lease expiries while the owner is alive: the owner was paused (GC, a slow disk) longer than the lease.
+    pub pauses: u8,
+    /// Client timeouts while the attempt is still alive (its request, handler or response only slow). A timeout
+    /// after the attempt was lost is no fault and needs no budget.
+    pub early_timeouts: u8,
+}
+
+impl Faults {
+    pub const NAMES: [&'static str; 7] = [
+        "drop-requests",
+        "drop-responses",
+        "duplicate-requests",
+        "duplicate-responses",
+        "crashes",
+        "pauses",
+        "early-timeouts",
+    ];
+
+    pub fn as_array(&self) -> [u8; 7] {
+        [
+            self.drop_requests,
+            self.drop_responses,
+            self.duplicate_requests,
+            self.duplicate_responses,
+            self.crashes,
+            self.pauses,
+            self.early_timeouts,
+        ]
+    }
+
+    pub fn from_array(values: [u8; 7]) -> Faults {
+        Faults {
+            drop_requests: values[0],
+            drop_responses: values[1],
+            duplicate_requests: values[2],
+            duplicate_responses: values[3],
+            crashes: values[4],
+            pauses: values[5],
+            early_timeouts: values[6],
+        }
+    }
+}
+
+/// A validated world. Bodies are interned: two operations with the same normalised JSON share a body index, and
+/// `fingerprints[body]` is the fingerprint the protocol computes for it under the configured policy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct World {
+    pub protocol: ProtocolConfig,
+    pub key_scope: KeyScope,
+    pub clients: ClientsConfig,
+    pub processes: u8,
+    pub faults: Faults,
+    /// Each distinct body as written (for timelines).
+    pub bodies: Vec<String>,
+    /// The semantic class of each body: bodies with equal normalised JSON share a class (the ghost notion of
+    /// "the same body", whatever the fingerprint policy sees).
+    pub body_classes: Vec<u8>,
+    /// Fingerprint index per body: bodies with equal fingerprints share an index.
+    pub fingerprints: Vec<u8>,
+}
+
+impl World {
+    /// Intern fingerprints: the state stores a small index instead of 32 bytes.
+    pub fn intern_fingerprints(prints: &[Fingerprint]) -> Vec<u8> {
+        let mut distinct: Vec<Fingerprint> = Vec::new();
+        prints
+            .iter()
+            .map(
+                |print| match distinct.iter().position(|seen| seen == print) {
+                    Some(index) => index as u8,
+                    None => {
+                        distinct.push(*print);
+                        (distinct.len() - 1) as u8
+                    }
+                },
+            )
+            .collect()
+    }
+
+    pub fn uses_select_then_insert(&self) -> bool {
+        self.protocol.claim == Claim::SelectThenInsert
+    }
+}

@@ -1,0 +1,115 @@
+//! What one transition did that a property or a scenario cares about. Computed by `step` alongside the next
+//! state, so that properties about events (a 422 for an unchanged body) need no history in the state.
+
+/// One observation. The first group are violations of safety properties; the second are scenarios that a model
+/// which holds must show it reached (no vacuous passes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Event {
+    /// An effect committed for an operation that already had one.
+    DuplicateEffect,
+    /// A success response sent for an operation with no effect.
+    SuccessWithoutEffect,
+    /// A success response whose payload differs from an earlier success for the same operation.
+    InconsistentReplay,
+    /// A response carrying another client's effect.
+    CrossClientResponse,
+    /// A 422 for a body that did not change.
+    MismatchForSameBody,
+    /// A 409 while nobody was executing the original request.
+    ConflictWithoutOwner,
+
+    // Scenarios.
+    /// A process crashed while holding a claim, before committing.
+    CrashAfterClaim,
+    /// A response was dropped.
+    LostResponse,
+    /// A request was dropped.
+    LostRequest,
+    /// A request was duplicated by the network.
+    DuplicatedRequest,
+    /// A request was taken by a process while another process was handling an attempt of the same operation.
+    ParallelRetry,
+    /// A client gave up waiting for an attempt and sent another.
+    RetryAfterTimeout,
+    /// A 200 replayed a stored response.
+    Replay,
+    /// A 409 was sent.
+    Conflict,
+    /// A 422 was sent.
+    BodyMismatch,
+    /// An in_progress record with an expired lease was taken over.
+    LeaseTakeover,
+    /// A lease expired while its owner was alive (paused).
+    SlowOwner,
+    /// Fencing refused a stale owner's completion.
+    FencedCompletion,
+}
+
+impl Event {
+    pub const SCENARIOS: [Event; 12] = [
+        Event::CrashAfterClaim,
+        Event::LostResponse,
+        Event::LostRequest,
+        Event::DuplicatedRequest,
+        Event::ParallelRetry,
+        Event::RetryAfterTimeout,
+        Event::Replay,
+        Event::Conflict,
+        Event::BodyMismatch,
+        Event::LeaseTakeover,
+        Event::SlowOwner,
+        Event::FencedCompletion,
+    ];
+
+    /// The scenario's name in model files (`reached = [...]`).
+    pub fn scenario_name(self) -> &'static str {
+        match self {
+            Event::CrashAfterClaim => "crash-after-claim",
+            Event::LostResponse => "lost-response",
+            Event::LostRequest => "lost-request",
+            Event::DuplicatedRequest => "duplicated-request",
+            Event::ParallelRetry => "parallel-retry",
+            Event::RetryAfterTimeout => "retry-after-timeout",
+            Event::Replay => "replay",
+            Event::Conflict => "conflict",
+            Event::BodyMismatch => "body-mismatch",
+            Event::LeaseTakeover => "lease-takeover",
+            Event::SlowOwner => "slow-owner",
+            Event::FencedCompletion => "fenced-completion",
+            _ => "",
+        }
+    }
+
+    pub fn scenario_by_name(name: &str) -> Option<Event> {
+        Event::SCENARIOS
+            .into_iter()
+            .find(|event| event.scenario_name() == name)
+    }
+
+    fn bit(self) -> u32 {
+        1 << (self as u8)
+    }
+}
+
+/// A set of events (a bitset: cheap to compute on every transition).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Events(u32);
+
+impl Events {
+    pub fn add(&mut self, event: Event) {
+        self.0 |= event.bit();
+    }
+
+    pub fn has(self, event: Event) -> bool {
+        self.0 & event.bit() != 0
+    }
+
+    pub fn union(self, other: Events) -> Events {
+        Events(self.0 | other.0)
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}

@@ -1,0 +1,24 @@
+//! The checked world: clients, a lossy network, server processes, the store and a ghost effect ledger, as a pure
+//! state machine. `World` is the configuration (what the model file said); `State` is one point of the state space
+//! (Clone + Eq + Hash, ordered collections only); `Action` is everything that can happen next, faults included.
+//!
+//! Time is abstract. Everything is asynchronous: any enabled action may happen next, so a process that is not
+//! scheduled is a paused process, and a client may time out while its request is only slow. The one timing
+//! assumption: a client told 409 by a server that has a lease waits out the lease (Retry-After) before retrying.
+
+mod action;
+mod config;
+mod describe;
+mod events;
+mod properties;
+mod state;
+mod step;
+
+pub use action::Action;
+pub use config::{ClientsConfig, Faults, KeyScope, Operation, World};
+pub use events::{Event, Events};
+pub use properties::{Property, PropertyKind};
+pub use state::{
+    ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Proc, Record,
+    RecordStatus, Request, Response, State, Store,
+};

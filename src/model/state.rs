@@ -1,0 +1,170 @@
+//! One state of the world. Ordered collections only, so hashing and iteration are deterministic.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A logical operation: the `op`-th operation of client `client` (both 0-based).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct OpRef {
+    pub client: u8,
+    pub op: u8,
+}
+
+/// A key as the store indexes it: `scope` is the client under per-client scope, 0 under global scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Key {
+    pub scope: u8,
+    pub value: u8,
+}
+
+/// A request on the wire. `from` is ghost data (the server only sees client, key and body).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Request {
+    pub from: OpRef,
+    pub attempt: u8,
+    pub key: Key,
+    pub body: u8,
+}
+
+/// A response on the wire. `payload` is the payment id (1-based effect number) it reports, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Response {
+    pub to: OpRef,
+    pub attempt: u8,
+    pub code: u16,
+    pub payload: Option<u8>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Message {
+    Request(Request),
+    Response(Response),
+}
+
+/// How one operation ended, from the client's point of view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    Pending,
+    Succeeded {
+        payload: Option<u8>,
+    },
+    /// A definite failure (a 4xx other than 409/429): retrying cannot help, and the client knows it.
+    Failed {
+        code: u16,
+    },
+    /// Attempts exhausted with the outcome unknown.
+    GaveUp,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClientPhase {
+    /// About to send the next attempt of the current operation. `after_conflict`: the last answer was a 409.
+    Ready { after_conflict: bool },
+    /// An attempt is out; waiting for its response or a timeout.
+    Waiting,
+    /// Every operation ended.
+    Done,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClientState {
+    /// Index of the current operation.
+    pub op: u8,
+    /// Attempts sent for the current operation (the attempt number of the last one).
+    pub attempts: u8,
+    /// Attempts charged against `max-attempts`: a 409 that carries Retry-After (the server has a lease) is a
+    /// "come back later", not a failed attempt, and is refunded.
+    pub charged: u8,
+    pub phase: ClientPhase,
+    pub outcomes: Vec<Outcome>,
+}
+
+/// Where a server process is in the handler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JobStep {
+    /// unique-index: `BEGIN IMMEDIATE; INSERT OR IGNORE; SELECT; COMMIT` as one atomic step, then decide.
+    /// select-then-insert: the `SELECT` and the decision.
+    Claim,
+    /// select-then-insert only: the `INSERT` after a `SELECT` found nothing (or an expired lease).
+    Insert,
+    /// Inside the effect transaction: the payment row is written but not committed.
+    Effect,
+    /// Commit the payment and the completion together (subject to fencing).
+    Commit,
+    /// Send the response.
+    Respond { code: u16, payload: Option<u8> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Job {
+    pub request: Request,
+    pub step: JobStep,
+    /// The claim this job holds (a store-issued token), once it claimed or took over the key.
+    pub token: Option<u8>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Proc {
+    Idle,
+    Busy(Job),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RecordStatus {
+    InProgress { token: u8, lease_expired: bool },
+    Completed { code: u16, payload: Option<u8> },
+}
+
+/// A row of the idempotency table. `body` and `op` are ghost columns (what the checker knows, not the server).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Record {
+    pub fingerprint: u8,
+    pub body: u8,
+    pub op: OpRef,
+    pub status: RecordStatus,
+}
+
+/// Durable, committed state. Open transactions live in the processes and die with them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Store {
+    pub records: BTreeMap<Key, Record>,
+    /// The payments table: one row per committed effect, with the operation it belongs to (the ghost ledger of
+    /// effects). A payment's id is its position + 1.
+    pub payments: Vec<OpRef>,
+    /// The claim-token sequence.
+    pub next_token: u8,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    pub clients: Vec<ClientState>,
+    /// In-flight messages as a multiset: any may be delivered next, dropped or duplicated.
+    pub network: BTreeMap<Message, u8>,
+    pub procs: Vec<Proc>,
+    pub store: Store,
+    /// Ghost ledger of responses: the first success payload sent for each operation.
+    pub first_success: BTreeMap<OpRef, Option<u8>>,
+    /// Remaining fault budgets, in `Faults::NAMES` order.
+    pub budgets: [u8; 7],
+}
+
+impl State {
+    pub fn effects_of(&self, op: OpRef) -> usize {
+        self.store
+            .payments
+            .iter()
+            .filter(|owner| **owner == op)
+            .count()
+    }
+
+    /// Whether some live process holds claim `token` (and has not committed yet).
+    pub fn owner_alive(&self, token: u8) -> bool {
+        self.procs.iter().any(|proc| match proc {
+            Proc::Busy(job) => {
+                job.token == Some(token) && !matches!(job.step, JobStep::Respond { .. })
+            }
+            Proc::Idle => false,
+        })
+    }
+}

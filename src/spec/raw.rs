@@ -1,0 +1,163 @@
+//! The model file as written, before validation. Every table denies unknown fields, so a misspelt knob is an
+//! error that lists the valid ones.
+
+use crate::check::Verdict;
+use crate::model::{Faults, KeyScope};
+use crate::protocol::{Claim, FingerprintPolicy, KeyPolicy};
+use serde::Deserialize;
+use toml::Spanned;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawModel {
+    pub description: String,
+    pub source: Option<String>,
+    #[serde(default)]
+    pub protocol: RawProtocol,
+    pub clients: RawClients,
+    #[serde(default)]
+    pub servers: RawServers,
+    #[serde(default)]
+    pub faults: Faults,
+    pub expect: RawExpect,
+    #[serde(default)]
+    pub limits: RawLimits,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawProtocol {
+    #[serde(default = "default_claim")]
+    pub claim: Claim,
+    /// Absent: no lease.
+    pub lease_ms: Option<Spanned<u64>>,
+    pub fencing: Option<Spanned<bool>>,
+    #[serde(default = "default_fingerprint")]
+    pub fingerprint: FingerprintPolicy,
+    #[serde(default = "default_scope")]
+    pub key_scope: KeyScope,
+}
+
+impl Default for RawProtocol {
+    fn default() -> Self {
+        RawProtocol {
+            claim: default_claim(),
+            lease_ms: None,
+            fencing: None,
+            fingerprint: default_fingerprint(),
+            key_scope: default_scope(),
+        }
+    }
+}
+
+fn default_claim() -> Claim {
+    Claim::UniqueIndex
+}
+fn default_fingerprint() -> FingerprintPolicy {
+    FingerprintPolicy::Normalized
+}
+fn default_scope() -> KeyScope {
+    KeyScope::PerClient
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawClients {
+    pub count: Spanned<u8>,
+    #[serde(default = "default_attempts")]
+    pub max_attempts: Spanned<u8>,
+    #[serde(default = "default_key_policy")]
+    pub key_policy: KeyPolicy,
+    pub operations: Vec<RawOperation>,
+}
+
+fn default_attempts() -> Spanned<u8> {
+    Spanned::new(0..0, 3)
+}
+fn default_key_policy() -> KeyPolicy {
+    KeyPolicy::PerOperation
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawOperation {
+    pub body: Option<Spanned<toml::Table>>,
+    pub body_json: Option<Spanned<String>>,
+    /// 1-based number of an earlier operation whose key this one reuses.
+    pub same_key_as: Option<Spanned<u8>>,
+    #[serde(skip)]
+    pub span_hint: usize,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawServers {
+    #[serde(default = "default_processes")]
+    pub processes: Spanned<u8>,
+}
+
+impl Default for RawServers {
+    fn default() -> Self {
+        RawServers {
+            processes: default_processes(),
+        }
+    }
+}
+
+fn default_processes() -> Spanned<u8> {
+    Spanned::new(0..0, 1)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawExpect {
+    pub no_duplicate_effect: Option<Verdict>,
+    pub no_lost_effect: Option<Verdict>,
+    pub consistent_replay: Option<Verdict>,
+    pub no_cross_client_response: Option<Verdict>,
+    pub conflict_codes: Option<Verdict>,
+    pub no_stuck_key: Option<Verdict>,
+    pub eventually_resolves: Option<Verdict>,
+    #[serde(default)]
+    pub reached: Vec<Spanned<String>>,
+}
+
+impl RawExpect {
+    /// (property name, declared verdict) in `Property::ALL` order.
+    pub fn verdicts(&self) -> [(&'static str, &Option<Verdict>); 7] {
+        [
+            ("no-duplicate-effect", &self.no_duplicate_effect),
+            ("no-lost-effect", &self.no_lost_effect),
+            ("consistent-replay", &self.consistent_replay),
+            ("no-cross-client-response", &self.no_cross_client_response),
+            ("conflict-codes", &self.conflict_codes),
+            ("no-stuck-key", &self.no_stuck_key),
+            ("eventually-resolves", &self.eventually_resolves),
+        ]
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawLimits {
+    #[serde(default = "default_max_states")]
+    pub max_states: u64,
+    #[serde(default = "default_max_depth")]
+    pub max_depth: u32,
+}
+
+impl Default for RawLimits {
+    fn default() -> Self {
+        RawLimits {
+            max_states: default_max_states(),
+            max_depth: default_max_depth(),
+        }
+    }
+}
+
+fn default_max_states() -> u64 {
+    5_000_000
+}
+fn default_max_depth() -> u32 {
+    400
+}

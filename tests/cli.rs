@@ -1,0 +1,252 @@
+//! The command line: exit codes (0 verdicts as declared, 1 not, 2 bad input) and one-line errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn retrylab(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_retrylab"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
+fn models() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("models")
+}
+
+const GOOD: &str = r#"
+description = "one client, lost responses"
+[clients]
+count = 1
+max-attempts = 2
+[[clients.operations]]
+body = { amount = 500, currency = "RUB" }
+[faults]
+drop-responses = 1
+[expect]
+no-duplicate-effect = "holds"
+reached = ["lost-response", "replay"]
+"#;
+
+fn write(folder: &Path, name: &str, text: &str) -> String {
+    let path = folder.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn exit_zero_when_every_verdict_matches_and_one_when_not() {
+    let folder = tempfile::tempdir().unwrap();
+    let good = write(folder.path(), "good.toml", GOOD);
+    let out = retrylab(&["check", &good], folder.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let wrong = write(
+        folder.path(),
+        "wrong.toml",
+        &GOOD.replace("\"holds\"", "\"violated\""),
+    );
+    let out = retrylab(&["check", &wrong], folder.path());
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("MISMATCH"), "{stdout}");
+}
+
+#[test]
+fn json_has_the_documented_fields_and_replay_reproduces() {
+    let folder = tempfile::tempdir().unwrap();
+    let model = models().join("select-then-insert.toml");
+    let out = retrylab(
+        &["check", "--json", "--traces", "tr", model.to_str().unwrap()],
+        folder.path(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let line: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    for field in [
+        "model",
+        "properties",
+        "expected",
+        "matches",
+        "states",
+        "depth",
+        "counterexample_len",
+        "elapsed_ms",
+    ] {
+        assert!(line.get(field).is_some(), "missing {field} in {line}");
+    }
+    assert_eq!(line["properties"]["no-duplicate-effect"], "violated");
+    assert_eq!(line["expected"]["no-duplicate-effect"], "violated");
+    assert_eq!(line["matches"], true);
+    let trace = line["traces"]["no-duplicate-effect"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = retrylab(&["replay", &trace], folder.path());
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("reproduced: no-duplicate-effect violated at step"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("DUPLICATE EFFECT"), "{stdout}");
+}
+
+#[test]
+fn human_output_ends_with_the_replay_command() {
+    let folder = tempfile::tempdir().unwrap();
+    let model = models().join("new-key-per-attempt.toml");
+    let out = retrylab(&["check", model.to_str().unwrap()], folder.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap();
+    assert!(
+        last.trim_start()
+            .starts_with("retrylab replay target/retrylab/traces/"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn simulate_json_is_identical_across_runs_and_thread_counts() {
+    let folder = tempfile::tempdir().unwrap();
+    let model = models().join("article-sqlite.toml");
+    let run = |threads: &str| {
+        let out = retrylab(
+            &[
+                "simulate",
+                model.to_str().unwrap(),
+                "--seeds",
+                "200",
+                "--seed",
+                "5",
+                "--json",
+                "--threads",
+                threads,
+            ],
+            folder.path(),
+        );
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let mut line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        line.as_object_mut().unwrap().remove("elapsed_ms");
+        line
+    };
+    let first = run("1");
+    assert_eq!(first["properties"]["no-stuck-key"], "violated");
+    assert_eq!(
+        first["properties"]["no-duplicate-effect"], "incomplete",
+        "walks never claim holds"
+    );
+    assert_eq!(first, run("2"));
+    assert_eq!(first, run("1"));
+}
+
+/// Bad input: exit 2, one line on stderr naming file:line:column and the field, nothing on stdout.
+fn assert_bad_input(text: &str, expect_position: &str, expect_field: &str) {
+    let folder = tempfile::tempdir().unwrap();
+    let file = write(folder.path(), "bad.toml", text);
+    let out = retrylab(&["check", &file], folder.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing half-written: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.contains(&format!("bad.toml:{expect_position}")),
+        "position {expect_position}: {stderr}"
+    );
+    assert!(
+        stderr.contains(expect_field),
+        "field {expect_field}: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn a_syntax_error_is_reported_with_its_position() {
+    assert_bad_input(
+        &GOOD.replace("count = 1", "count = = 1"),
+        "4:",
+        "clients.count",
+    );
+}
+
+#[test]
+fn an_unknown_knob_names_the_field() {
+    assert_bad_input(
+        &GOOD.replace("[faults]", "[faults]\ndrop-everything = 3"),
+        "9:1",
+        "faults.drop-everything",
+    );
+}
+
+#[test]
+fn fencing_without_a_lease_is_contradictory() {
+    assert_bad_input(
+        &GOOD.replace("[clients]", "[protocol]\nfencing = true\n[clients]"),
+        "4:11",
+        "protocol.fencing",
+    );
+}
+
+#[test]
+fn zero_clients_is_refused() {
+    assert_bad_input(
+        &GOOD.replace("count = 1", "count = 0"),
+        "4:9",
+        "clients.count",
+    );
+}
+
+#[test]
+fn an_unknown_property_or_scenario_is_refused() {
+    assert_bad_input(
+        &GOOD.replace("no-duplicate-effect =", "no-duplicate-effects ="),
+        "11:1",
+        "expect",
+    );
+    assert_bad_input(
+        &GOOD.replace("\"replay\"]", "\"replays\"]"),
+        "12:",
+        "expect.reached",
+    );
+}
+
+#[test]
+fn usage_errors_exit_two() {
+    let folder = tempfile::tempdir().unwrap();
+    assert_eq!(retrylab(&["check"], folder.path()).status.code(), Some(2));
+    assert_eq!(
+        retrylab(&["check", "no-such-folder"], folder.path())
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        retrylab(&["simulate", "x.toml", "--seeds", "many"], folder.path())
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        retrylab(&["frobnicate"], folder.path()).status.code(),
+        Some(2)
+    );
+    let junk = write(folder.path(), "junk.json", "{}");
+    assert_eq!(
+        retrylab(&["replay", &junk], folder.path()).status.code(),
+        Some(2)
+    );
+}

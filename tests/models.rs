@@ -1,0 +1,155 @@
+//! Every model file in models/ gets the verdicts it declares, with its dangerous scenarios reached; and for the
+//! designs that hold, the broken twin (one knob turned) is caught.
+
+use retrylab::check::{explore, BfsOptions, Verdict};
+use retrylab::model::{Event, Property, World};
+use retrylab::protocol::Claim;
+use retrylab::spec::{load_model, model_files, Model};
+use std::path::Path;
+
+fn options(model: &Model) -> BfsOptions {
+    BfsOptions {
+        max_states: model.limits.max_states,
+        max_depth: model.limits.max_depth,
+        ..BfsOptions::default()
+    }
+}
+
+fn load(name: &str) -> Model {
+    load_model(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models")
+            .join(name),
+    )
+    .expect("model parses")
+}
+
+#[test]
+fn every_model_gets_its_declared_verdicts_and_reaches_its_scenarios() {
+    let files = model_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("models")).unwrap();
+    assert!(files.len() >= 4, "models/ should hold the catalogue");
+    let mut failures = Vec::new();
+    for file in files {
+        let model = load_model(&file).unwrap();
+        let report = explore(&model.world, &options(&model), &mut |_, _| {});
+        for (property, expected) in &model.expected {
+            let actual = report.verdicts[property];
+            if actual != *expected {
+                failures.push(format!(
+                    "{}: {} is {:?}, declared {:?}",
+                    model.path,
+                    property.name(),
+                    actual,
+                    expected
+                ));
+            }
+        }
+        for scenario in &model.reached {
+            if !report.reached(*scenario) {
+                failures.push(format!(
+                    "{}: scenario {} never reached",
+                    model.path,
+                    scenario.scenario_name()
+                ));
+            }
+        }
+        // A model that declares `holds` must say how it was not vacuous.
+        if model
+            .expected
+            .values()
+            .any(|verdict| *verdict == Verdict::Holds)
+        {
+            assert!(
+                !model.reached.is_empty(),
+                "{}: declares holds but no `reached` scenario",
+                model.path
+            );
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn verdict(world: &World, property: Property) -> Verdict {
+    explore(world, &BfsOptions::default(), &mut |_, _| {}).verdicts[&property]
+}
+
+#[test]
+fn the_article_design_holds_and_its_select_then_insert_twin_duplicates() {
+    let model = load("article-sqlite.toml");
+    let report = explore(&model.world, &options(&model), &mut |_, _| {});
+    assert_eq!(
+        report.verdicts[&Property::NoDuplicateEffect],
+        Verdict::Holds
+    );
+    assert!(report.reached(Event::ParallelRetry) && report.reached(Event::DuplicatedRequest));
+    let mut twin = model.world.clone();
+    twin.protocol.claim = Claim::SelectThenInsert;
+    assert_eq!(
+        verdict(&twin, Property::NoDuplicateEffect),
+        Verdict::Violated
+    );
+}
+
+#[test]
+fn lease_and_fencing_hold_and_the_unfenced_twin_duplicates() {
+    let model = load("lease-fenced.toml");
+    let report = explore(&model.world, &options(&model), &mut |_, _| {});
+    assert_eq!(
+        report.verdicts[&Property::NoDuplicateEffect],
+        Verdict::Holds
+    );
+    assert!(report.reached(Event::SlowOwner) && report.reached(Event::FencedCompletion));
+    let mut twin = model.world.clone();
+    twin.protocol.fencing = false;
+    assert_eq!(
+        verdict(&twin, Property::NoDuplicateEffect),
+        Verdict::Violated
+    );
+}
+
+#[test]
+fn a_lease_unsticks_the_key_that_the_article_design_leaves_stuck() {
+    let model = load("article-sqlite.toml");
+    assert_eq!(
+        verdict(&model.world, Property::NoStuckKey),
+        Verdict::Violated
+    );
+    let mut twin = model.world.clone();
+    twin.protocol.lease = retrylab::protocol::Lease::Ms(30_000);
+    assert_eq!(verdict(&twin, Property::NoStuckKey), Verdict::Holds);
+}
+
+#[test]
+fn a_search_cut_short_is_incomplete_never_holds() {
+    let model = load("article-sqlite.toml");
+    let cut = BfsOptions {
+        max_states: 1000,
+        ..BfsOptions::default()
+    };
+    let report = explore(&model.world, &cut, &mut |_, _| {});
+    assert!(!report.complete);
+    assert_eq!(
+        report.verdicts[&Property::NoDuplicateEffect],
+        Verdict::Incomplete
+    );
+    let shallow = BfsOptions {
+        max_depth: 5,
+        ..BfsOptions::default()
+    };
+    let report = explore(&model.world, &shallow, &mut |_, _| {});
+    assert!(!report.complete);
+    assert_eq!(
+        report.verdicts[&Property::NoDuplicateEffect],
+        Verdict::Incomplete
+    );
+}
+
+#[test]
+fn counterexamples_are_shortest() {
+    // new-key-per-attempt: send, deliver, claim, effect, commit, answer, lose the answer, time out and retry,
+    // deliver, claim, effect, commit = 12 steps; nothing shorter can commit two payments.
+    let model = load("new-key-per-attempt.toml");
+    let report = explore(&model.world, &options(&model), &mut |_, _| {});
+    let path = &report.counterexamples[&Property::NoDuplicateEffect];
+    assert_eq!(path.len(), 12, "{path:?}");
+}
