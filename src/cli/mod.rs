@@ -57,8 +57,16 @@ pub struct CheckArgs {
     #[arg(long)]
     pub max_depth: Option<u32>,
     /// Stop a search (as incomplete) before its structures exceed this many MiB.
-    #[arg(long, default_value_t = 8192)]
-    pub max_memory_mib: u64,
+    #[arg(
+        long,
+        alias = "max-memory-mib",
+        value_name = "MIB",
+        default_value_t = 8192
+    )]
+    pub max_memory: u64,
+    /// Symmetry reduction: merge states that differ only by which client or server process is which.
+    #[arg(long)]
+    pub symmetry: bool,
     /// Worker threads (default: all cores). Results do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,

@@ -14,6 +14,7 @@ mod properties;
 mod sorted_map;
 mod state;
 mod step;
+mod symmetry;
 
 pub use action::Action;
 pub use config::{ClientsConfig, Faults, KeyScope, KeyStore, OnError, Operation, Provider, World};
@@ -24,3 +25,4 @@ pub use state::{
     ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Proc, Record,
     RecordStatus, Request, Response, State, Store,
 };
+pub use symmetry::Relabel;
