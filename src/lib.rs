@@ -13,6 +13,8 @@ pub mod backoff;
 pub mod check;
 pub mod cli;
 pub mod model;
+pub mod plot;
 pub mod protocol;
 pub mod real;
+pub mod sim;
 pub mod spec;
