@@ -7,6 +7,7 @@
 //! - [`cli`]: the `retrylab` command.
 //! - [`real`]: the protocol as real code (in-memory and SQLite stores).
 //! - [`backoff`]: retry strategies and retry control.
+//! - [`storms`]: retry-storm experiments (layered retries, retry budgets).
 
 pub mod atomic;
 pub mod backoff;
@@ -18,3 +19,4 @@ pub mod protocol;
 pub mod real;
 pub mod sim;
 pub mod spec;
+pub mod storms;
