@@ -339,7 +339,7 @@ impl<'a> Driver<'a> {
                 }
             }
         }
-        if real_owners != self.state.store.payments {
+        if real_owners[..] != self.state.store.payments[..] {
             return Err(diverged(format!(
                 "real payments by operation {real_owners:?}, the model's {:?}",
                 self.state.store.payments
