@@ -18,6 +18,9 @@ pub struct BfsOptions {
     pub max_depth: u32,
     /// Stop (incomplete) once the search's own structures would exceed this many bytes (estimated).
     pub max_memory_bytes: u64,
+    /// Stop as soon as this property is violated (the others are then `incomplete` unless violated too): for
+    /// tests and users who only want to see one bug.
+    pub stop_on: Option<Property>,
 }
 
 impl Default for BfsOptions {
@@ -26,6 +29,7 @@ impl Default for BfsOptions {
             max_states: 20_000_000,
             max_depth: 500,
             max_memory_bytes: 8 << 30,
+            stop_on: None,
         }
     }
 }
@@ -173,6 +177,13 @@ pub fn explore(
                 }
             }
             on_progress(nodes.len() as u64, depth);
+            if let Some(target) = options.stop_on.filter(|target| found.contains_key(target)) {
+                stopped_by = Some(format!(
+                    "stopped at the first violation of {}",
+                    target.name()
+                ));
+                break 'levels;
+            }
             if nodes.len() as u64 >= options.max_states {
                 stopped_by = Some(format!("max-states {} reached", options.max_states));
                 break 'levels;

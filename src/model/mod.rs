@@ -15,7 +15,7 @@ mod state;
 mod step;
 
 pub use action::Action;
-pub use config::{ClientsConfig, Faults, KeyScope, Operation, World};
+pub use config::{ClientsConfig, Faults, KeyScope, KeyStore, OnError, Operation, Provider, World};
 pub use events::{Event, Events};
 pub use properties::{Property, PropertyKind};
 pub use state::{

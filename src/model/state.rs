@@ -88,10 +88,14 @@ pub enum JobStep {
     Claim,
     /// select-then-insert only: the `INSERT` after a `SELECT` found nothing (or an expired lease).
     Insert,
+    /// Call the external provider (when the operation has one).
+    Provider,
     /// Inside the effect transaction: the payment row is written but not committed.
     Effect,
     /// Commit the payment and the completion together (subject to fencing).
     Commit,
+    /// Separate key store only: write "completed" to the key store after the database commit.
+    CompleteKv { payload: Option<u8> },
     /// Send the response.
     Respond { code: u16, payload: Option<u8> },
 }
@@ -134,6 +138,8 @@ pub struct Store {
     pub payments: Vec<OpRef>,
     /// The claim-token sequence.
     pub next_token: u8,
+    /// Charges made at the external provider, with the operation and the key they were made for.
+    pub provider_charges: Vec<(OpRef, Key)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -146,10 +152,18 @@ pub struct State {
     /// Ghost ledger of responses: the first success payload sent for each operation.
     pub first_success: BTreeMap<OpRef, Option<u8>>,
     /// Remaining fault budgets, in `Faults::NAMES` order.
-    pub budgets: [u8; 7],
+    pub budgets: [u8; 9],
 }
 
 impl State {
+    pub fn charges_of(&self, op: OpRef) -> usize {
+        self.store
+            .provider_charges
+            .iter()
+            .filter(|(owner, _)| *owner == op)
+            .count()
+    }
+
     pub fn effects_of(&self, op: OpRef) -> usize {
         self.store
             .payments
