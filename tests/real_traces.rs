@@ -8,18 +8,25 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use retrylab::check::{self, BfsOptions, Trace, Verdict};
 use retrylab::model::{Action, Event, Property, World};
-use retrylab::real::drive::{DriveReport, Driver};
+use retrylab::real::drive::{self, DriveReport, Driver};
 use retrylab::real::{KeyStore, MemoryStore, SqliteStore, StdLock, Tables};
 use retrylab::spec::{self, Model};
 use std::path::Path;
 
+/// The models in `models/` that the real stores implement (same database, no provider, no handler errors or
+/// TTL); the others are listed as skipped.
 fn models() -> Vec<Model> {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     let files = spec::model_files(&folder).expect("models/ lists");
-    files
-        .iter()
-        .map(|file| spec::load_model(file).unwrap_or_else(|e| panic!("{}: {e}", file.display())))
-        .collect()
+    let mut supported = Vec::new();
+    for file in files {
+        let model = spec::load_model(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        match drive::unsupported(&model.world) {
+            Some(reason) => println!("skipped {}: real stores lack {reason}", model.path),
+            None => supported.push(model),
+        }
+    }
+    supported
 }
 
 fn drive_memory(world: &World, actions: &[Action]) -> DriveReport {
@@ -183,7 +190,8 @@ fn random_walks_agree_step_by_step_on_every_model() {
         if world.protocol.lease.is_some() {
             assert!(take_overs > 0, "{}: no lease take-over", model.path);
         }
-        if world.protocol.fencing {
+        // Fencing only refuses an owner that is alive after its lease expired: that needs a pause.
+        if world.protocol.fencing && world.faults.pauses > 0 {
             assert!(fenced > 0, "{}: no fenced completion", model.path);
         }
     }

@@ -11,6 +11,7 @@ mod config;
 mod describe;
 mod events;
 mod properties;
+mod sorted_map;
 mod state;
 mod step;
 
@@ -18,6 +19,7 @@ pub use action::Action;
 pub use config::{ClientsConfig, Faults, KeyScope, KeyStore, OnError, Operation, Provider, World};
 pub use events::{Event, Events};
 pub use properties::{Property, PropertyKind};
+pub use sorted_map::SortedMap;
 pub use state::{
     ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Proc, Record,
     RecordStatus, Request, Response, State, Store,

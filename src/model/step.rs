@@ -3,9 +3,10 @@
 use super::action::Action;
 use super::config::{KeyScope, KeyStore, OnError, Provider, World};
 use super::events::{Event, Events};
+use super::sorted_map::SortedMap;
 use super::state::*;
 use crate::protocol::{self, status, Decision, KeyPolicy, RecordState};
-use std::collections::BTreeMap;
+use smallvec::smallvec;
 
 const DROP_REQUESTS: usize = 0;
 const DROP_RESPONSES: usize = 1;
@@ -27,15 +28,15 @@ impl World {
                 phase: ClientPhase::Ready {
                     after_conflict: false,
                 },
-                outcomes: vec![Outcome::Pending; self.clients.operations.len()],
+                outcomes: smallvec![Outcome::Pending; self.clients.operations.len()],
             })
             .collect();
         State {
             clients,
-            network: BTreeMap::new(),
-            procs: vec![Proc::Idle; self.processes as usize],
+            network: SortedMap::new(),
+            procs: smallvec![Proc::Idle; self.processes as usize],
             store: Store::default(),
-            first_success: BTreeMap::new(),
+            first_success: SortedMap::new(),
             budgets: self.faults.as_array(),
         }
     }
@@ -247,7 +248,7 @@ impl World {
                 }
             }
             Action::Duplicate { message } => {
-                *next.network.entry(message).or_insert(0) += 1;
+                *next.network.get_or_insert(message, 0) += 1;
                 match message {
                     Message::Request(_) => {
                         next.budgets[DUPLICATE_REQUESTS] -= 1;
@@ -311,7 +312,7 @@ impl World {
             key: self.key_for(client, op, attempt),
             body: self.clients.operations[op as usize].body,
         };
-        *state.network.entry(Message::Request(request)).or_insert(0) += 1;
+        *state.network.get_or_insert(Message::Request(request), 0) += 1;
     }
 
     fn finish_op(&self, state: &mut State, client: u8, outcome: Outcome) {
@@ -681,10 +682,7 @@ impl World {
                 code,
                 payload,
             };
-            *state
-                .network
-                .entry(Message::Response(response))
-                .or_insert(0) += 1;
+            *state.network.get_or_insert(Message::Response(response), 0) += 1;
         }
         state.procs[proc as usize] = Proc::Idle;
     }
@@ -732,7 +730,7 @@ fn record_view(record: &Record) -> RecordState<(u16, Option<u8>)> {
     }
 }
 
-fn take_message(network: &mut BTreeMap<Message, u8>, message: &Message) {
+fn take_message(network: &mut SortedMap<Message, u8, 8>, message: &Message) {
     if let Some(count) = network.get_mut(message) {
         *count -= 1;
         if *count == 0 {

@@ -73,6 +73,22 @@ pub struct DriveReport {
     pub log: Vec<String>,
 }
 
+/// Why the real stores cannot stand in for this world, if they cannot: they implement the key table in the same
+/// database as the effect, no external provider, and no handler errors or key TTL.
+pub fn unsupported(world: &World) -> Option<String> {
+    use crate::model::{KeyStore as ModelKeyStore, Provider};
+    if world.key_store != ModelKeyStore::SameDatabase {
+        return Some(format!("key store {:?}", world.key_store));
+    }
+    if world.provider != Provider::None {
+        return Some(format!("provider {:?}", world.provider));
+    }
+    if world.faults.handler_errors > 0 || world.faults.key_expiries > 0 {
+        return Some("handler errors or key expiries".to_string());
+    }
+    None
+}
+
 /// The real request for a model request: the store sees scope and key value as `client_id` and `key`, and the
 /// body as the model file wrote it (so raw and normalised fingerprints match the model's).
 pub fn real_request(world: &World, request: &crate::model::Request) -> Request {
@@ -207,6 +223,11 @@ impl<'a> Driver<'a> {
                 *self.key_clock_ms.entry(key).or_insert(0) += lease_ms;
                 format!("clock of key {}/{} +{lease_ms} ms", key.scope, key.value)
             }
+            Action::Fail { .. } | Action::ExpireKey { .. } => {
+                return Err(diverged(
+                    "real stores do not model handler errors or key TTLs".into(),
+                ))
+            }
             Action::Send { .. }
             | Action::Timeout { .. }
             | Action::DeliverResponse { .. }
@@ -298,7 +319,7 @@ impl<'a> Driver<'a> {
                 }
             }
         }
-        if real_owners != self.state.store.payments {
+        if real_owners[..] != self.state.store.payments[..] {
             return Err(diverged(format!(
                 "real payments by operation {real_owners:?}, the model's {:?}",
                 self.state.store.payments
@@ -425,6 +446,8 @@ fn job_step_name(step: &JobStep) -> &'static str {
         JobStep::Effect => "effect",
         JobStep::Commit => "commit",
         JobStep::Respond { .. } => "respond",
+        JobStep::Provider => "provider",
+        JobStep::CompleteKv { .. } => "complete-kv",
     }
 }
 
