@@ -3,13 +3,15 @@
 //! Two stores implement [`KeyStore`]: [`MemoryStore`] (generic over its lock, so std, loom and shuttle drive the
 //! same code) and [`SqliteStore`] (rusqlite with the bundled SQLite, the article's transactions). Every decision is
 //! made by `crate::protocol`: the stores only read and write rows, translate a row into the protocol's
-//! [`RecordState`](crate::protocol::RecordState) (in [`decide_on_row`]) and map the decision to a reply.
+//! [`RecordState`] (in [`decide_on_row`]) and map the decision to a reply.
 //!
 //! A request is handled in explicit steps so that tests and the trace driver can interleave them:
 //! [`KeyStore::claim_lookup`] (the `SELECT` of the select-then-insert variant; nothing under a unique index),
 //! [`KeyStore::claim_finish`] (the claim itself) and, for the owner, [`KeyStore::complete`] (the effect and the
-//! completion in one transaction). [`handle`] runs the three in a row. Time is always passed in (`now_ms`): no
-//! decision reads the wall clock.
+//! completion in one transaction; a fenced refusal sends the handler back to its claim). [`handle`] runs them in a
+//! row. [`KeyStore::fail`] (a handler error, under the model's `on-error` policy) and [`KeyStore::expire_key`] (the
+//! TTL reaper) complete the model's server-side actions, so [`drive`] can replay any model trace that keeps keys in
+//! the effect's database. Time is always passed in (`now_ms`): no decision reads the wall clock.
 
 pub mod article;
 pub mod drive;
