@@ -7,6 +7,8 @@
 //! - [`cli`]: the `retrylab` command.
 //! - [`real`]: the protocol as real code (in-memory and SQLite stores).
 //! - [`backoff`]: retry strategies and retry control.
+//! - [`sim`]: timed discrete-event kernel and the AWS backoff experiment.
+//! - [`plot`]: line charts with 95% bands, SVG and PNG, bundled font.
 //! - [`storms`]: retry-storm experiments (layered retries, retry budgets).
 
 pub mod atomic;

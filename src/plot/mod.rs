@@ -4,7 +4,6 @@
 //! support, so charts need no fontconfig and look the same on every machine. Files are written
 //! atomically: into a temporary file in the target folder, then renamed over the final name.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
@@ -159,25 +158,12 @@ pub enum PlotError {
     },
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file in the same folder, then a rename.
+/// Writes `bytes` to `path` atomically (see [`crate::atomic::write_atomic`]), with a chart error.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
-    let io_err = |source| PlotError::Io {
+    crate::atomic::write_atomic(path, bytes).map_err(|source| PlotError::Io {
         path: path.to_path_buf(),
         source,
-    };
-    let dir = parent_dir(path);
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io_err)?;
-    temp.write_all(bytes).map_err(io_err)?;
-    temp.as_file().sync_all().map_err(io_err)?;
-    temp.persist(path).map_err(|e| io_err(e.error))?;
-    Ok(())
-}
-
-fn parent_dir(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
+    })
 }
 
 /// Draws `chart` to `<dir>/<stem>.svg` and `<dir>/<stem>.png`.

@@ -23,10 +23,22 @@ pub mod status {
     pub const CONFLICT_IN_PROGRESS: u16 = 409;
     /// The key was used before with a different body.
     pub const UNPROCESSABLE_BODY_MISMATCH: u16 = 422;
+    /// The handler failed (a downstream timeout, an exception): retryable.
+    pub const INTERNAL_ERROR: u16 = 500;
 
     /// A success the client may treat as "the operation happened".
     pub fn is_success(code: u16) -> bool {
         code == CREATED || code == OK_REPLAY
+    }
+
+    /// The status a replay of a stored response answers with: a stored success replays as 200, anything else
+    /// stored (a 500 kept as final, a 4xx) replays as itself.
+    pub fn replay_status(stored_code: u16) -> u16 {
+        if is_success(stored_code) {
+            OK_REPLAY
+        } else {
+            stored_code
+        }
     }
 
     /// A definite failure: retrying the same request can never succeed (DOMAIN.md section 6: never retry 4xx
