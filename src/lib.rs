@@ -7,6 +7,7 @@
 //! - [`cli`]: the `retrylab` command.
 //! - [`real`]: the protocol as real code (in-memory and SQLite stores).
 //! - [`backoff`]: retry strategies and retry control.
+//! - [`report`]: the verdict matrix (Markdown, Mermaid and SVG).
 
 pub mod atomic;
 pub mod backoff;
@@ -15,4 +16,5 @@ pub mod cli;
 pub mod model;
 pub mod protocol;
 pub mod real;
+pub mod report;
 pub mod spec;
