@@ -7,6 +7,8 @@
 //! - [`cli`]: the `retrylab` command.
 //! - [`real`]: the protocol as real code (in-memory and SQLite stores).
 //! - [`backoff`]: retry strategies and retry control.
+//! - [`sim`]: timed discrete-event kernel and the AWS backoff experiment.
+//! - [`plot`]: line charts with 95% bands, SVG and PNG, bundled font.
 //! - [`report`]: the verdict matrix (Markdown, Mermaid and SVG).
 
 pub mod atomic;
@@ -14,7 +16,9 @@ pub mod backoff;
 pub mod check;
 pub mod cli;
 pub mod model;
+pub mod plot;
 pub mod protocol;
 pub mod real;
 pub mod report;
+pub mod sim;
 pub mod spec;

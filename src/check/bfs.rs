@@ -18,6 +18,9 @@ pub struct BfsOptions {
     pub max_depth: u32,
     /// Stop (incomplete) once the search's own structures would exceed this many bytes (estimated).
     pub max_memory_bytes: u64,
+    /// Stop as soon as this property is violated (the others are then `incomplete` unless violated too): for
+    /// tests and users who only want to see one bug.
+    pub stop_on: Option<Property>,
 }
 
 impl Default for BfsOptions {
@@ -26,6 +29,7 @@ impl Default for BfsOptions {
             max_states: 20_000_000,
             max_depth: 500,
             max_memory_bytes: 8 << 30,
+            stop_on: None,
         }
     }
 }
@@ -62,16 +66,29 @@ struct Successor {
     action_index: u16,
     state: State,
     fingerprint: u64,
-    events: Events,
 }
 
 struct Expansion {
+    /// Successors not known before this batch.
     successors: Vec<Successor>,
     /// Liveness properties violated here, if this state is quiescent.
     at_rest_violations: Vec<Property>,
+    transitions: u64,
+    /// Union of the events of every outgoing transition.
+    seen_events: Events,
+    /// Outgoing transitions that violate a safety property: (action index, events).
+    violations: Vec<(u16, Events)>,
 }
 
-fn expand(world: &World, state: &State) -> Expansion {
+fn violates_safety(events: Events) -> bool {
+    Property::ALL
+        .into_iter()
+        .any(|property| property.kind() == PropertyKind::Always && property.violated_by(events))
+}
+
+/// Expand one state. Successors already in `visited` (from earlier batches) are dropped here, in parallel, so
+/// the sequential merge only handles states that may be new.
+fn expand(world: &World, state: &State, visited: &FingerprintSet) -> Expansion {
     let mut actions = Vec::new();
     world.actions(state, &mut actions);
     let quiescent = actions.iter().all(|action| world.is_fault(state, action));
@@ -84,23 +101,30 @@ fn expand(world: &World, state: &State) -> Expansion {
     } else {
         Vec::new()
     };
-    let successors = actions
-        .iter()
-        .enumerate()
-        .map(|(index, action)| {
-            let (next, events) = world.next_state(state, action);
-            let fingerprint = state_fingerprint(&next);
-            Successor {
+    let mut successors = Vec::with_capacity(actions.len());
+    let mut seen_events = Events::default();
+    let mut violations = Vec::new();
+    for (index, action) in actions.iter().enumerate() {
+        let (next, events) = world.next_state(state, action);
+        seen_events = seen_events.union(events);
+        if violates_safety(events) {
+            violations.push((index as u16, events));
+        }
+        let fingerprint = state_fingerprint(&next);
+        if !visited.contains(&fingerprint) {
+            successors.push(Successor {
                 action_index: index as u16,
                 state: next,
                 fingerprint,
-                events,
-            }
-        })
-        .collect();
+            });
+        }
+    }
     Expansion {
         successors,
         at_rest_violations,
+        transitions: actions.len() as u64,
+        seen_events,
+        violations,
     }
 }
 
@@ -142,26 +166,27 @@ pub fn explore(
         deepest_expanded = depth;
         let mut next_frontier = Vec::new();
         for batch in frontier.chunks(BATCH_STATES) {
+            let known = &visited;
             let expansions: Vec<Expansion> = batch
                 .par_iter()
-                .map(|(_, state)| expand(world, state))
+                .map(|(_, state)| expand(world, state, known))
                 .collect();
             for ((parent, _), expansion) in batch.iter().zip(expansions) {
                 for property in expansion.at_rest_violations {
                     found.entry(property).or_insert((*parent, None));
                 }
-                for successor in expansion.successors {
-                    transitions += 1;
-                    reached = reached.union(successor.events);
+                transitions += expansion.transitions;
+                reached = reached.union(expansion.seen_events);
+                for (action_index, events) in expansion.violations {
                     for property in Property::ALL {
-                        if property.kind() == PropertyKind::Always
-                            && property.violated_by(successor.events)
-                        {
+                        if property.kind() == PropertyKind::Always && property.violated_by(events) {
                             found
                                 .entry(property)
-                                .or_insert((*parent, Some(successor.action_index)));
+                                .or_insert((*parent, Some(action_index)));
                         }
                     }
+                }
+                for successor in expansion.successors {
                     if visited.insert(successor.fingerprint) {
                         let id = nodes.len() as u32;
                         nodes.push(Node {
@@ -173,6 +198,13 @@ pub fn explore(
                 }
             }
             on_progress(nodes.len() as u64, depth);
+            if let Some(target) = options.stop_on.filter(|target| found.contains_key(target)) {
+                stopped_by = Some(format!(
+                    "stopped at the first violation of {}",
+                    target.name()
+                ));
+                break 'levels;
+            }
             if nodes.len() as u64 >= options.max_states {
                 stopped_by = Some(format!("max-states {} reached", options.max_states));
                 break 'levels;

@@ -23,6 +23,10 @@ pub enum Action {
     Duplicate { message: Message },
     /// Fault: a busy process crashes at a step boundary (its open transaction is lost) and restarts idle.
     Crash { proc: u8 },
+    /// Fault: the handler fails (a 500) at this step boundary.
+    Fail { proc: u8 },
+    /// Fault: a completed key's TTL runs out while its client may still retry.
+    ExpireKey { key: Key },
     /// A lease on an in_progress record runs out. A fault ("pause") when its owner is alive, otherwise just time.
     ExpireLease { key: Key },
 }

@@ -13,6 +13,40 @@ pub enum KeyScope {
     Global,
 }
 
+/// Where the idempotency records live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyStore {
+    /// In the same database as the effect: the payment and the completion commit in one transaction.
+    SameDatabase,
+    /// In a separate key-value store (Redis-like): the claim is an atomic SET NX, but the completion is a second
+    /// write after the database commit, which a crash can split from it.
+    SeparateKv,
+}
+
+/// A call to an external provider (a payment processor) inside the operation, which no database rolls back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Provider {
+    None,
+    /// Every call charges.
+    NotIdempotent,
+    /// The call carries a key derived from the incoming one; the provider charges once per key.
+    IdempotentDerivedKey,
+}
+
+/// What the handler does with the key when it fails (a downstream timeout, an exception).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnError {
+    /// Store the 500 as the key's final response (DOMAIN.md mistake 4; Stripe stores 5xx too).
+    StoreResponse,
+    /// Delete the key so a retry executes afresh (AWS Lambda Powertools).
+    DeleteKey,
+    /// Leave the record in_progress (only a lease frees it).
+    KeepInProgress,
+}
+
 /// One logical operation a client performs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Operation {
@@ -46,10 +80,15 @@ pub struct Faults {
     /// Client timeouts while the attempt is still alive (its request, handler or response only slow). A timeout
     /// after the attempt was lost is no fault and needs no budget.
     pub early_timeouts: u8,
+    /// Handler failures (a 500) at a step boundary after the claim: the open transaction rolls back, the
+    /// provider call (if made) stays, and `on-error` decides the key's fate.
+    pub handler_errors: u8,
+    /// A completed key expires while its client may still retry (a TTL shorter than the retry window).
+    pub key_expiries: u8,
 }
 
 impl Faults {
-    pub const NAMES: [&'static str; 7] = [
+    pub const NAMES: [&'static str; 9] = [
         "drop-requests",
         "drop-responses",
         "duplicate-requests",
@@ -57,9 +96,11 @@ impl Faults {
         "crashes",
         "pauses",
         "early-timeouts",
+        "handler-errors",
+        "key-expiries",
     ];
 
-    pub fn as_array(&self) -> [u8; 7] {
+    pub fn as_array(&self) -> [u8; 9] {
         [
             self.drop_requests,
             self.drop_responses,
@@ -68,10 +109,12 @@ impl Faults {
             self.crashes,
             self.pauses,
             self.early_timeouts,
+            self.handler_errors,
+            self.key_expiries,
         ]
     }
 
-    pub fn from_array(values: [u8; 7]) -> Faults {
+    pub fn from_array(values: [u8; 9]) -> Faults {
         Faults {
             drop_requests: values[0],
             drop_responses: values[1],
@@ -80,6 +123,8 @@ impl Faults {
             crashes: values[4],
             pauses: values[5],
             early_timeouts: values[6],
+            handler_errors: values[7],
+            key_expiries: values[8],
         }
     }
 }
@@ -90,6 +135,9 @@ impl Faults {
 pub struct World {
     pub protocol: ProtocolConfig,
     pub key_scope: KeyScope,
+    pub key_store: KeyStore,
+    pub provider: Provider,
+    pub on_error: OnError,
     pub clients: ClientsConfig,
     pub processes: u8,
     pub faults: Faults,

@@ -134,6 +134,15 @@ impl World {
                 };
                 format!("{} CRASHES{what} and restarts empty", proc_name(proc))
             }
+            Action::Fail { proc } => {
+                format!("{} FAILS (a downstream timeout): the open transaction rolls back, it will answer 500", proc_name(proc))
+            }
+            Action::ExpireKey { key } => {
+                format!(
+                    "{} EXPIRES (its TTL is shorter than the client's retry window)",
+                    key_name(key)
+                )
+            }
             Action::ExpireLease { key } => {
                 if events.has(Event::SlowOwner) {
                     format!(
@@ -236,6 +245,21 @@ impl World {
                 "{who} INSERTs {key} as in_progress (token {})",
                 after.store.next_token.saturating_sub(1)
             ),
+            JobStep::Provider => {
+                let op = op_name(job.request.from);
+                if after.store.provider_charges.len() > before.store.provider_charges.len() {
+                    format!("{who} calls the provider for {op}: CHARGED (no database can roll this back)")
+                } else {
+                    format!("{who} calls the provider for {op}: the provider recognises the derived key, no new charge")
+                }
+            }
+            JobStep::CompleteKv { .. } => {
+                if events.has(Event::FencedCompletion) {
+                    format!("{who} tries to mark {key} completed in the key store: FENCED (the payment stays committed)")
+                } else {
+                    format!("{who} marks {key} completed in the key store (a second write, after the database commit)")
+                }
+            }
             JobStep::Effect => format!(
                 "{who} begins the transaction and inserts the payment for {} (not committed)",
                 op_name(job.request.from)
@@ -243,6 +267,14 @@ impl World {
             JobStep::Commit => {
                 if events.has(Event::FencedCompletion) {
                     format!("{who} tries to commit but its claim was taken over: FENCED, rolled back, starts over")
+                } else if matches!(
+                    after.procs[proc as usize],
+                    Proc::Busy(Job {
+                        step: JobStep::CompleteKv { .. },
+                        ..
+                    })
+                ) {
+                    format!("{who} commits payment #{} in the database (the key store is not in this transaction)", after.store.payments.len())
                 } else {
                     format!(
                         "{who} commits payment #{} and marks {key} completed with 201",

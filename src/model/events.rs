@@ -44,10 +44,16 @@ pub enum Event {
     SlowOwner,
     /// Fencing refused a stale owner's completion.
     FencedCompletion,
+    /// A handler failed with a 500.
+    HandlerError,
+    /// A completed key expired.
+    KeyExpired,
+    /// The provider was called a second time for one operation.
+    ProviderRetried,
 }
 
 impl Event {
-    pub const SCENARIOS: [Event; 12] = [
+    pub const SCENARIOS: [Event; 15] = [
         Event::CrashAfterClaim,
         Event::LostResponse,
         Event::LostRequest,
@@ -60,6 +66,9 @@ impl Event {
         Event::LeaseTakeover,
         Event::SlowOwner,
         Event::FencedCompletion,
+        Event::HandlerError,
+        Event::KeyExpired,
+        Event::ProviderRetried,
     ];
 
     /// The scenario's name in model files (`reached = [...]`).
@@ -77,6 +86,9 @@ impl Event {
             Event::LeaseTakeover => "lease-takeover",
             Event::SlowOwner => "slow-owner",
             Event::FencedCompletion => "fenced-completion",
+            Event::HandlerError => "handler-error",
+            Event::KeyExpired => "key-expired",
+            Event::ProviderRetried => "provider-retried",
             _ => "",
         }
     }

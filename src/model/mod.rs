@@ -11,13 +11,15 @@ mod config;
 mod describe;
 mod events;
 mod properties;
+mod sorted_map;
 mod state;
 mod step;
 
 pub use action::Action;
-pub use config::{ClientsConfig, Faults, KeyScope, Operation, World};
+pub use config::{ClientsConfig, Faults, KeyScope, KeyStore, OnError, Operation, Provider, World};
 pub use events::{Event, Events};
 pub use properties::{Property, PropertyKind};
+pub use sorted_map::SortedMap;
 pub use state::{
     ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Proc, Record,
     RecordStatus, Request, Response, State, Store,

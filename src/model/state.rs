@@ -1,7 +1,8 @@
 //! One state of the world. Ordered collections only, so hashing and iteration are deterministic.
 
+use super::sorted_map::SortedMap;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use smallvec::SmallVec;
 
 /// A logical operation: the `op`-th operation of client `client` (both 0-based).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -77,7 +78,7 @@ pub struct ClientState {
     /// "come back later", not a failed attempt, and is refunded.
     pub charged: u8,
     pub phase: ClientPhase,
-    pub outcomes: Vec<Outcome>,
+    pub outcomes: SmallVec<[Outcome; 4]>,
 }
 
 /// Where a server process is in the handler.
@@ -88,10 +89,14 @@ pub enum JobStep {
     Claim,
     /// select-then-insert only: the `INSERT` after a `SELECT` found nothing (or an expired lease).
     Insert,
+    /// Call the external provider (when the operation has one).
+    Provider,
     /// Inside the effect transaction: the payment row is written but not committed.
     Effect,
     /// Commit the payment and the completion together (subject to fencing).
     Commit,
+    /// Separate key store only: write "completed" to the key store after the database commit.
+    CompleteKv { payload: Option<u8> },
     /// Send the response.
     Respond { code: u16, payload: Option<u8> },
 }
@@ -128,28 +133,38 @@ pub struct Record {
 /// Durable, committed state. Open transactions live in the processes and die with them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Store {
-    pub records: BTreeMap<Key, Record>,
+    pub records: SortedMap<Key, Record, 4>,
     /// The payments table: one row per committed effect, with the operation it belongs to (the ghost ledger of
     /// effects). A payment's id is its position + 1.
-    pub payments: Vec<OpRef>,
+    pub payments: SmallVec<[OpRef; 4]>,
     /// The claim-token sequence.
     pub next_token: u8,
+    /// Charges made at the external provider, with the operation and the key they were made for.
+    pub provider_charges: SmallVec<[(OpRef, Key); 2]>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct State {
-    pub clients: Vec<ClientState>,
+    pub clients: SmallVec<[ClientState; 4]>,
     /// In-flight messages as a multiset: any may be delivered next, dropped or duplicated.
-    pub network: BTreeMap<Message, u8>,
-    pub procs: Vec<Proc>,
+    pub network: SortedMap<Message, u8, 8>,
+    pub procs: SmallVec<[Proc; 4]>,
     pub store: Store,
     /// Ghost ledger of responses: the first success payload sent for each operation.
-    pub first_success: BTreeMap<OpRef, Option<u8>>,
+    pub first_success: SortedMap<OpRef, Option<u8>, 4>,
     /// Remaining fault budgets, in `Faults::NAMES` order.
-    pub budgets: [u8; 7],
+    pub budgets: [u8; 9],
 }
 
 impl State {
+    pub fn charges_of(&self, op: OpRef) -> usize {
+        self.store
+            .provider_charges
+            .iter()
+            .filter(|(owner, _)| *owner == op)
+            .count()
+    }
+
     pub fn effects_of(&self, op: OpRef) -> usize {
         self.store
             .payments

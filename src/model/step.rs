@@ -1,11 +1,12 @@
 //! The transition relation: which actions are enabled, and what each one does.
 
 use super::action::Action;
-use super::config::{KeyScope, World};
+use super::config::{KeyScope, KeyStore, OnError, Provider, World};
 use super::events::{Event, Events};
+use super::sorted_map::SortedMap;
 use super::state::*;
 use crate::protocol::{self, status, Decision, KeyPolicy, RecordState};
-use std::collections::BTreeMap;
+use smallvec::smallvec;
 
 const DROP_REQUESTS: usize = 0;
 const DROP_RESPONSES: usize = 1;
@@ -14,6 +15,8 @@ const DUPLICATE_RESPONSES: usize = 3;
 const CRASHES: usize = 4;
 const PAUSES: usize = 5;
 const EARLY_TIMEOUTS: usize = 6;
+const HANDLER_ERRORS: usize = 7;
+const KEY_EXPIRIES: usize = 8;
 
 impl World {
     pub fn init_state(&self) -> State {
@@ -25,15 +28,15 @@ impl World {
                 phase: ClientPhase::Ready {
                     after_conflict: false,
                 },
-                outcomes: vec![Outcome::Pending; self.clients.operations.len()],
+                outcomes: smallvec![Outcome::Pending; self.clients.operations.len()],
             })
             .collect();
         State {
             clients,
-            network: BTreeMap::new(),
-            procs: vec![Proc::Idle; self.processes as usize],
+            network: SortedMap::new(),
+            procs: smallvec![Proc::Idle; self.processes as usize],
             store: Store::default(),
-            first_success: BTreeMap::new(),
+            first_success: SortedMap::new(),
             budgets: self.faults.as_array(),
         }
     }
@@ -112,6 +115,25 @@ impl World {
                 }
             }
         }
+        if state.budgets[HANDLER_ERRORS] > 0 {
+            for (index, proc) in state.procs.iter().enumerate() {
+                if let Proc::Busy(job) = proc {
+                    if matches!(
+                        job.step,
+                        JobStep::Provider | JobStep::Effect | JobStep::Commit
+                    ) {
+                        out.push(Action::Fail { proc: index as u8 });
+                    }
+                }
+            }
+        }
+        if state.budgets[KEY_EXPIRIES] > 0 {
+            for (key, record) in &state.store.records {
+                if matches!(record.status, RecordStatus::Completed { .. }) {
+                    out.push(Action::ExpireKey { key: *key });
+                }
+            }
+        }
         if self.protocol.lease.is_some() {
             for (key, record) in &state.store.records {
                 if let RecordStatus::InProgress {
@@ -130,7 +152,11 @@ impl World {
     /// Faults are what the healing phase switches off; liveness is judged where only faults remain.
     pub fn is_fault(&self, state: &State, action: &Action) -> bool {
         match action {
-            Action::Drop { .. } | Action::Duplicate { .. } | Action::Crash { .. } => true,
+            Action::Drop { .. }
+            | Action::Duplicate { .. }
+            | Action::Crash { .. }
+            | Action::Fail { .. }
+            | Action::ExpireKey { .. } => true,
             Action::Timeout { client } => attempt_alive(state, *client),
             Action::ExpireLease { key } => {
                 match state.store.records.get(key).map(|record| record.status) {
@@ -222,7 +248,7 @@ impl World {
                 }
             }
             Action::Duplicate { message } => {
-                *next.network.entry(message).or_insert(0) += 1;
+                *next.network.get_or_insert(message, 0) += 1;
                 match message {
                     Message::Request(_) => {
                         next.budgets[DUPLICATE_REQUESTS] -= 1;
@@ -239,6 +265,16 @@ impl World {
                     }
                 }
                 next.procs[proc as usize] = Proc::Idle;
+            }
+            Action::Fail { proc } => {
+                next.budgets[HANDLER_ERRORS] -= 1;
+                events.add(Event::HandlerError);
+                self.fail(&mut next, proc);
+            }
+            Action::ExpireKey { key } => {
+                next.budgets[KEY_EXPIRIES] -= 1;
+                events.add(Event::KeyExpired);
+                next.store.records.remove(&key);
             }
             Action::ExpireLease { key } => {
                 let alive = match next.store.records.get(&key).map(|record| record.status) {
@@ -276,7 +312,7 @@ impl World {
             key: self.key_for(client, op, attempt),
             body: self.clients.operations[op as usize].body,
         };
-        *state.network.entry(Message::Request(request)).or_insert(0) += 1;
+        *state.network.get_or_insert(Message::Request(request), 0) += 1;
     }
 
     fn finish_op(&self, state: &mut State, client: u8, outcome: Outcome) {
@@ -356,13 +392,18 @@ impl World {
                                 events.add(Event::LeaseTakeover);
                             }
                             job.token = Some(self.claim(state, &request));
-                            job.step = JobStep::Effect;
+                            job.step = self.first_work_step();
                         }
                         state.procs[proc as usize] = Proc::Busy(job);
                     }
-                    Decision::Replay((_, payload)) => {
+                    Decision::Replay((stored_code, payload)) => {
                         events.add(Event::Replay);
-                        self.respond(state, proc, &request, status::OK_REPLAY, payload, events);
+                        let code = if status::is_success(stored_code) {
+                            status::OK_REPLAY
+                        } else {
+                            stored_code
+                        };
+                        self.respond(state, proc, &request, code, payload, events);
                     }
                     Decision::InProgress => {
                         events.add(Event::Conflict);
@@ -420,7 +461,64 @@ impl World {
                     events.add(Event::LeaseTakeover);
                 }
                 job.token = Some(self.claim(state, &request));
+                job.step = self.first_work_step();
+                state.procs[proc as usize] = Proc::Busy(job);
+            }
+            JobStep::Provider => {
+                let already = state.charges_of(request.from) > 0;
+                if already {
+                    events.add(Event::ProviderRetried);
+                }
+                let deduplicated = self.provider == Provider::IdempotentDerivedKey
+                    && state
+                        .store
+                        .provider_charges
+                        .iter()
+                        .any(|(_, key)| *key == request.key);
+                if !deduplicated {
+                    if already {
+                        events.add(Event::DuplicateEffect);
+                    }
+                    state
+                        .store
+                        .provider_charges
+                        .push((request.from, request.key));
+                }
                 job.step = JobStep::Effect;
+                state.procs[proc as usize] = Proc::Busy(job);
+            }
+            JobStep::CompleteKv { payload } => {
+                let record_token = match state
+                    .store
+                    .records
+                    .get(&request.key)
+                    .map(|record| record.status)
+                {
+                    Some(RecordStatus::InProgress { token, .. }) => Some(token),
+                    _ => None,
+                };
+                let my_token = job.token.expect("a job completing holds a claim");
+                if protocol::may_complete(self.protocol.fencing, &my_token, record_token.as_ref()) {
+                    let fingerprint = self.fingerprints[request.body as usize];
+                    let completed = RecordStatus::Completed {
+                        code: status::CREATED,
+                        payload,
+                    };
+                    let record = Record {
+                        fingerprint,
+                        body: request.body,
+                        op: request.from,
+                        status: completed,
+                    };
+                    state.store.records.insert(request.key, record);
+                } else {
+                    // Fencing guards the key store, but the payment is already committed in the database.
+                    events.add(Event::FencedCompletion);
+                }
+                job.step = JobStep::Respond {
+                    code: status::CREATED,
+                    payload,
+                };
                 state.procs[proc as usize] = Proc::Busy(job);
             }
             JobStep::Effect => {
@@ -438,7 +536,19 @@ impl World {
                     _ => None,
                 };
                 let my_token = job.token.expect("a job at Commit holds a claim");
-                if protocol::may_complete(self.protocol.fencing, &my_token, record_token.as_ref()) {
+                if self.key_store == KeyStore::SeparateKv {
+                    // The database knows nothing of the key: it commits the payment alone.
+                    if state.effects_of(request.from) > 0 {
+                        events.add(Event::DuplicateEffect);
+                    }
+                    state.store.payments.push(request.from);
+                    let payload = Some(state.store.payments.len() as u8);
+                    job.step = JobStep::CompleteKv { payload };
+                } else if protocol::may_complete(
+                    self.protocol.fencing,
+                    &my_token,
+                    record_token.as_ref(),
+                ) {
                     if state.effects_of(request.from) > 0 {
                         events.add(Event::DuplicateEffect);
                     }
@@ -473,6 +583,48 @@ impl World {
                 self.respond(state, proc, &request, code, payload, events)
             }
         }
+    }
+
+    /// The step after a successful claim.
+    fn first_work_step(&self) -> JobStep {
+        match self.provider {
+            Provider::None => JobStep::Effect,
+            _ => JobStep::Provider,
+        }
+    }
+
+    /// The handler raised: the open transaction rolls back, `on-error` decides the key's fate, the client gets 500.
+    fn fail(&self, state: &mut State, proc: u8) {
+        let Proc::Busy(mut job) = state.procs[proc as usize] else {
+            return;
+        };
+        let key = job.request.key;
+        let mine = matches!(
+            state.store.records.get(&key).map(|record| record.status),
+            Some(RecordStatus::InProgress { token, .. }) if Some(token) == job.token
+        );
+        if mine {
+            match self.on_error {
+                OnError::StoreResponse => {
+                    if let Some(record) = state.store.records.get_mut(&key) {
+                        record.status = RecordStatus::Completed {
+                            code: status::INTERNAL_ERROR,
+                            payload: None,
+                        };
+                    }
+                }
+                OnError::DeleteKey => {
+                    state.store.records.remove(&key);
+                }
+                OnError::KeepInProgress => {}
+            }
+        }
+        job.token = None;
+        job.step = JobStep::Respond {
+            code: status::INTERNAL_ERROR,
+            payload: None,
+        };
+        state.procs[proc as usize] = Proc::Busy(job);
     }
 
     /// Write an in_progress record owned by a fresh token (the claim), and return the token.
@@ -530,10 +682,7 @@ impl World {
                 code,
                 payload,
             };
-            *state
-                .network
-                .entry(Message::Response(response))
-                .or_insert(0) += 1;
+            *state.network.get_or_insert(Message::Response(response), 0) += 1;
         }
         state.procs[proc as usize] = Proc::Idle;
     }
@@ -581,7 +730,7 @@ fn record_view(record: &Record) -> RecordState<(u16, Option<u8>)> {
     }
 }
 
-fn take_message(network: &mut BTreeMap<Message, u8>, message: &Message) {
+fn take_message(network: &mut SortedMap<Message, u8, 8>, message: &Message) {
     if let Some(count) = network.get_mut(message) {
         *count -= 1;
         if *count == 0 {

@@ -23,6 +23,8 @@ pub mod status {
     pub const CONFLICT_IN_PROGRESS: u16 = 409;
     /// The key was used before with a different body.
     pub const UNPROCESSABLE_BODY_MISMATCH: u16 = 422;
+    /// The handler failed (a downstream timeout, an exception): retryable.
+    pub const INTERNAL_ERROR: u16 = 500;
 
     /// A success the client may treat as "the operation happened".
     pub fn is_success(code: u16) -> bool {

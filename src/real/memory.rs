@@ -187,4 +187,8 @@ impl<L: Lock<Tables>> KeyStore for MemoryStore<L> {
     fn payments(&self) -> Result<Vec<Payment>, StoreError> {
         Ok(self.tables.with(|tables| tables.payments.clone()))
     }
+
+    fn rows(&self) -> Result<Vec<KeyRow>, StoreError> {
+        Ok(self.tables.with(|tables| tables.rows.clone()))
+    }
 }

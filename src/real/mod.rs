@@ -12,6 +12,7 @@
 //! decision reads the wall clock.
 
 pub mod article;
+pub mod drive;
 mod lock;
 mod memory;
 mod sqlite;
@@ -115,6 +116,8 @@ pub struct Payment {
 pub enum StoreError {
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
     #[error("stored response is not JSON: {0}")]
     BadStoredResponse(#[from] serde_json::Error),
     /// The caller's hook stopped the effect transaction before its commit (a simulated crash).
@@ -169,6 +172,9 @@ pub trait KeyStore {
 
     /// Every payment made so far, in id order.
     fn payments(&self) -> Result<Vec<Payment>, StoreError>;
+
+    /// Every key row, in insertion order.
+    fn rows(&self) -> Result<Vec<KeyRow>, StoreError>;
 
     /// Both claim steps in a row.
     fn claim(&self, request: &Request, now_ms: u64) -> Result<Claimed, StoreError> {

@@ -69,17 +69,6 @@ impl SqliteStore {
         Ok(SqliteStore { config, connection })
     }
 
-    /// Every key row, in insertion order.
-    pub fn rows(&self) -> Result<Vec<KeyRow>, StoreError> {
-        let mut statement = self.connection.prepare(&format!(
-            "SELECT {ROW_COLUMNS} FROM idempotency_keys ORDER BY rowid"
-        ))?;
-        let rows = statement.query_map([], read_row)?;
-        Ok(rows
-            .map(|row| row.map(|(_, row)| row))
-            .collect::<Result<_, _>>()?)
-    }
-
     fn immediate(&self) -> Result<Transaction<'_>, StoreError> {
         Ok(Transaction::new_unchecked(
             &self.connection,
@@ -290,6 +279,16 @@ impl KeyStore for SqliteStore {
             })
         })?;
         Ok(payments.collect::<Result<_, _>>()?)
+    }
+
+    fn rows(&self) -> Result<Vec<KeyRow>, StoreError> {
+        let mut statement = self.connection.prepare(&format!(
+            "SELECT {ROW_COLUMNS} FROM idempotency_keys ORDER BY rowid"
+        ))?;
+        let rows = statement.query_map([], read_row)?;
+        Ok(rows
+            .map(|row| row.map(|(_, row)| row))
+            .collect::<Result<_, _>>()?)
     }
 }
 

@@ -137,7 +137,7 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
         ));
     }
     let protocol_config = ProtocolConfig {
-        claim: raw.protocol.claim,
+        claim: raw.protocol.claim.claim(),
         lease,
         fencing,
         fingerprint: raw.protocol.fingerprint,
@@ -217,6 +217,9 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
     let world = World {
         protocol: protocol_config,
         key_scope: raw.protocol.key_scope,
+        key_store: raw.protocol.key_store,
+        provider: raw.protocol.provider,
+        on_error: raw.protocol.on_error,
         clients: ClientsConfig {
             count,
             max_attempts,

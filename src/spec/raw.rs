@@ -2,7 +2,7 @@
 //! error that lists the valid ones.
 
 use crate::check::Verdict;
-use crate::model::{Faults, KeyScope};
+use crate::model::{Faults, KeyScope, KeyStore, OnError, Provider};
 use crate::protocol::{Claim, FingerprintPolicy, KeyPolicy};
 use serde::Deserialize;
 use toml::Spanned;
@@ -24,11 +24,30 @@ pub struct RawModel {
     pub limits: RawLimits,
 }
 
+/// The claim as a model file names it. `unconditional-set` (a key-store SET without "if absent") behaves as
+/// select-then-insert: read, then write whatever happened in between.
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "kebab-case")]
+pub enum RawClaim {
+    UniqueIndex,
+    SelectThenInsert,
+    UnconditionalSet,
+}
+
+impl RawClaim {
+    pub fn claim(self) -> Claim {
+        match self {
+            RawClaim::UniqueIndex => Claim::UniqueIndex,
+            RawClaim::SelectThenInsert | RawClaim::UnconditionalSet => Claim::SelectThenInsert,
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawProtocol {
     #[serde(default = "default_claim")]
-    pub claim: Claim,
+    pub claim: RawClaim,
     /// Absent: no lease.
     pub lease_ms: Option<Spanned<u64>>,
     pub fencing: Option<Spanned<bool>>,
@@ -36,6 +55,22 @@ pub struct RawProtocol {
     pub fingerprint: FingerprintPolicy,
     #[serde(default = "default_scope")]
     pub key_scope: KeyScope,
+    #[serde(default = "default_key_store")]
+    pub key_store: KeyStore,
+    #[serde(default = "default_provider")]
+    pub provider: Provider,
+    #[serde(default = "default_on_error")]
+    pub on_error: OnError,
+}
+
+fn default_key_store() -> KeyStore {
+    KeyStore::SameDatabase
+}
+fn default_provider() -> Provider {
+    Provider::None
+}
+fn default_on_error() -> OnError {
+    OnError::DeleteKey
 }
 
 impl Default for RawProtocol {
@@ -46,12 +81,15 @@ impl Default for RawProtocol {
             fencing: None,
             fingerprint: default_fingerprint(),
             key_scope: default_scope(),
+            key_store: default_key_store(),
+            provider: default_provider(),
+            on_error: default_on_error(),
         }
     }
 }
 
-fn default_claim() -> Claim {
-    Claim::UniqueIndex
+fn default_claim() -> RawClaim {
+    RawClaim::UniqueIndex
 }
 fn default_fingerprint() -> FingerprintPolicy {
     FingerprintPolicy::Normalized

@@ -1,0 +1,93 @@
+//! Drive a saved model trace against real code:
+//! `cargo run --release --example drive_trace -- TRACE.json [--store sqlite|memory]`.
+//!
+//! Prints what every step called on the real store and where the real store's first duplicate payment appeared,
+//! next to the model's. Exit codes: 0 real code and model agreed, 1 they diverged, 2 bad input.
+
+use retrylab::check;
+use retrylab::model::Action;
+use retrylab::real::drive::{DriveError, DriveReport, Driver};
+use retrylab::real::{KeyStore, MemoryStore, SqliteStore, StdLock, Tables};
+use retrylab::spec;
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: drive_trace TRACE.json [--store sqlite|memory]";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (path, store) = match args.as_slice() {
+        [path] => (path.clone(), "sqlite".to_string()),
+        [path, flag, store] if flag == "--store" && (store == "sqlite" || store == "memory") => {
+            (path.clone(), store.clone())
+        }
+        _ => return bad_input(USAGE),
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) => return bad_input(&format!("drive_trace: cannot read {path}: {error}")),
+    };
+    let trace = match check::parse_trace(&path, &text) {
+        Ok(trace) => trace,
+        Err(error) => return bad_input(&format!("drive_trace: {error}")),
+    };
+    let model = match spec::parse_model(&trace.model, &trace.model_source) {
+        Ok(model) => model,
+        Err(error) => return bad_input(&format!("drive_trace: {error}")),
+    };
+    let actions: Vec<Action> = trace.steps.iter().map(|step| step.action).collect();
+    let world = &model.world;
+    let result = if store == "memory" {
+        let memory = MemoryStore::<StdLock<Tables>>::new(world.protocol);
+        Driver::new(
+            world,
+            vec![&memory as &dyn KeyStore; world.processes as usize],
+        )
+        .drive_all(&actions)
+    } else {
+        drive_sqlite(world, &actions)
+    };
+    println!(
+        "{} ({}), {} steps against {store}:",
+        trace.model,
+        trace.property,
+        actions.len()
+    );
+    match result {
+        Ok(report) => {
+            report.log.iter().for_each(|line| println!("  {line}"));
+            println!(
+                "model duplicate at step {:?}; real duplicate at step {:?}; real payments per operation {:?}",
+                report.model_duplicate_at, report.real_duplicate_at, report.real_payments_per_op
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            println!("  {error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn drive_sqlite(
+    world: &retrylab::model::World,
+    actions: &[Action],
+) -> Result<DriveReport, DriveError> {
+    let folder = tempfile::tempdir().map_err(|e| store_error(e.into()))?;
+    let path = folder.path().join("idem.db");
+    SqliteStore::create(&path, world.protocol).map_err(store_error)?;
+    let connections = (0..world.processes)
+        .map(|_| SqliteStore::open(&path, world.protocol))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(store_error)?;
+    let stores = connections.iter().map(|c| c as &dyn KeyStore).collect();
+    Driver::new(world, stores).drive_all(actions)
+}
+
+fn store_error(error: retrylab::real::StoreError) -> DriveError {
+    DriveError::Store { step: 0, error }
+}
+
+fn bad_input(message: &str) -> ExitCode {
+    eprintln!("{message}");
+    ExitCode::from(2)
+}

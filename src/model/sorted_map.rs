@@ -1,0 +1,129 @@
+//! A small ordered map kept inline: a sorted vector of (key, value) pairs that spills to the heap only past `N`
+//! entries. States hold a handful of messages and records; a `BTreeMap` per field made every state clone a
+//! series of allocations, which dominated exploration time. Iteration is in key order, like a `BTreeMap`.
+
+use smallvec::SmallVec;
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SortedMap<K, V, const N: usize> {
+    entries: SmallVec<[(K, V); N]>,
+}
+
+impl<K: Ord + Copy, V, const N: usize> Default for SortedMap<K, V, N> {
+    fn default() -> Self {
+        SortedMap {
+            entries: SmallVec::new(),
+        }
+    }
+}
+
+impl<K: Ord + Copy, V, const N: usize> SortedMap<K, V, N> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn position(&self, key: &K) -> Result<usize, usize> {
+        self.entries.binary_search_by(|(probe, _)| probe.cmp(key))
+    }
+
+    pub fn get(&self, key: &K) -> Option<&V> {
+        self.position(key).ok().map(|index| &self.entries[index].1)
+    }
+
+    pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+        match self.position(key) {
+            Ok(index) => Some(&mut self.entries[index].1),
+            Err(_) => None,
+        }
+    }
+
+    pub fn contains_key(&self, key: &K) -> bool {
+        self.position(key).is_ok()
+    }
+
+    /// Insert or replace; returns the previous value.
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+        match self.position(&key) {
+            Ok(index) => Some(std::mem::replace(&mut self.entries[index].1, value)),
+            Err(index) => {
+                self.entries.insert(index, (key, value));
+                None
+            }
+        }
+    }
+
+    pub fn remove(&mut self, key: &K) -> Option<V> {
+        match self.position(key) {
+            Ok(index) => Some(self.entries.remove(index).1),
+            Err(_) => None,
+        }
+    }
+
+    /// The value for `key`, inserting `default` first when absent.
+    pub fn get_or_insert(&mut self, key: K, default: V) -> &mut V {
+        let index = match self.position(&key) {
+            Ok(index) => index,
+            Err(index) => {
+                self.entries.insert(index, (key, default));
+                index
+            }
+        };
+        &mut self.entries[index].1
+    }
+
+    pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
+        self.entries.retain(|(key, value)| keep(key, value));
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &K> {
+        self.entries.iter().map(|(key, _)| key)
+    }
+
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.entries.iter().map(|(_, value)| value)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.entries.iter().map(|(key, value)| (key, value))
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl<'a, K: Ord + Copy, V, const N: usize> IntoIterator for &'a SortedMap<K, V, N> {
+    type Item = (&'a K, &'a V);
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, (K, V)>, fn(&'a (K, V)) -> (&'a K, &'a V)>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter().map(|(key, value)| (key, value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn behaves_like_an_ordered_map() {
+        let mut map: SortedMap<u8, u8, 2> = SortedMap::new();
+        assert_eq!(map.insert(5, 1), None);
+        map.insert(1, 2);
+        map.insert(3, 3);
+        assert_eq!(map.insert(3, 4), Some(3));
+        assert_eq!(map.keys().copied().collect::<Vec<_>>(), vec![1, 3, 5]);
+        *map.get_or_insert(2, 0) += 7;
+        assert_eq!(map.get(&2), Some(&7));
+        assert_eq!(map.remove(&1), Some(2));
+        map.retain(|key, _| *key != 5);
+        assert_eq!(
+            map.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>(),
+            vec![(2, 7), (3, 4)]
+        );
+        assert!(map.contains_key(&3) && !map.contains_key(&5));
+    }
+}
