@@ -110,3 +110,23 @@ fn masking_hides_only_the_time_column() {
     let other = text.replace("| 12 |", "| 13 |");
     assert_ne!(mask_time(&other), masked, "other columns are compared");
 }
+
+#[test]
+fn an_unwritable_report_path_is_one_line_and_exit_two() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let scratch = tempfile::tempdir().unwrap();
+    let blocker = scratch.path().join("a-file");
+    std::fs::write(&blocker, "not a folder").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_retrylab"))
+        .args(["check", "models/new-key-per-attempt.toml", "--report"])
+        .arg(blocker.join("verdicts.md"))
+        .args(["--traces"])
+        .arg(scratch.path().join("traces"))
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("error: cannot write"), "{stderr}");
+}
