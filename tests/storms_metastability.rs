@@ -42,6 +42,7 @@ fn no_retries_and_retry_controls_recover() {
     for policy in [
         PolicyKind::NoRetries,
         PolicyKind::TokenBucket,
+        PolicyKind::RetryBreaker,
         PolicyKind::AwsQuota,
         PolicyKind::SreRatio,
         PolicyKind::GrpcThrottle,
