@@ -77,6 +77,9 @@ pub struct DriveReport {
 /// database as the effect, no external provider, and no handler errors or key TTL.
 pub fn unsupported(world: &World) -> Option<String> {
     use crate::model::{KeyStore as ModelKeyStore, Provider};
+    if world.queue.is_some() {
+        return Some("a message-queue world (broker and consumer inbox)".to_string());
+    }
     if world.key_store != ModelKeyStore::SameDatabase {
         return Some(format!("key store {:?}", world.key_store));
     }
@@ -226,6 +229,11 @@ impl<'a> Driver<'a> {
             Action::Fail { .. } | Action::ExpireKey { .. } => {
                 return Err(diverged(
                     "real stores do not model handler errors or key TTLs".into(),
+                ))
+            }
+            Action::Republish { .. } => {
+                return Err(diverged(
+                    "real stores do not model a broker or a producer".into(),
                 ))
             }
             Action::Send { .. }
