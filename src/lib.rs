@@ -9,6 +9,8 @@
 //! - [`backoff`]: retry strategies and retry control.
 //! - [`sim`]: timed discrete-event kernel and the AWS backoff experiment.
 //! - [`plot`]: line charts with 95% bands, SVG and PNG, bundled font.
+//! - [`report`]: the verdict matrix (Markdown, Mermaid and SVG).
+//! - [`storms`]: retry-storm experiments (layered retries, retry budgets).
 
 pub mod atomic;
 pub mod backoff;
@@ -18,5 +20,7 @@ pub mod model;
 pub mod plot;
 pub mod protocol;
 pub mod real;
+pub mod report;
 pub mod sim;
 pub mod spec;
+pub mod storms;

@@ -4,7 +4,8 @@
 use retrylab::protocol::{status, Claim, Decision, FingerprintPolicy, Lease, ProtocolConfig};
 use retrylab::real::article::{article_request, run_article};
 use retrylab::real::{
-    handle, Claimed, Completion, KeyStore, Reply, SqliteStore, StoreError, StoreFlow,
+    handle, Claimed, Completion, KeyStore, OnError, Reply, Request, SqliteStore, StoreError,
+    StoreFlow,
 };
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -287,4 +288,50 @@ fn a_killed_process_leaves_no_payment_and_the_lease_recovers_the_key() {
         status::CREATED
     );
     assert_eq!(store.payments().unwrap().len(), 1);
+}
+
+/// A handler fails after its claim (a downstream timeout). What a retry gets depends on `on_error`: the stored 500
+/// forever (DOMAIN.md mistake 4), a fresh execution after the key was deleted, or 409 while the key stays claimed.
+fn retry_after_failure(on_error: OnError) -> (u16, u16, usize) {
+    let folder = tempfile::tempdir().unwrap();
+    let config = ProtocolConfig::ARTICLE;
+    let db = new_db(&folder, config);
+    let store = SqliteStore::open(&db, config).unwrap();
+    let token = owner_token(store.claim(&article_request(), 0).unwrap());
+    let failed = store.fail(&article_request(), token, on_error).unwrap();
+    let retry = handle(&store, &article_request(), 1).unwrap();
+    (failed.status, retry.status, store.payments().unwrap().len())
+}
+
+#[test]
+fn a_failed_handler_leaves_the_key_as_on_error_says() {
+    assert_eq!(retry_after_failure(OnError::StoreResponse), (500, 500, 0));
+    assert_eq!(retry_after_failure(OnError::DeleteKey), (500, 201, 1));
+    assert_eq!(retry_after_failure(OnError::KeepInProgress), (500, 409, 0));
+}
+
+#[test]
+fn the_ttl_reaper_forgets_completed_keys_only() {
+    let folder = tempfile::tempdir().unwrap();
+    let config = ProtocolConfig::ARTICLE;
+    let db = new_db(&folder, config);
+    let store = SqliteStore::open(&db, config).unwrap();
+    let in_flight = Request::new("shop-1", "k-other", json!({"amount": 1}));
+    owner_token(store.claim(&in_flight, 0).unwrap());
+    assert_eq!(
+        handle(&store, &article_request(), 0).unwrap().status,
+        status::CREATED
+    );
+    store.expire_key("shop-1", "k-42").unwrap();
+    store.expire_key("shop-1", "k-other").unwrap();
+    // After the TTL a retry executes again (DOMAIN.md: a retry after expiry executes again); the claimed key stays.
+    assert_eq!(
+        handle(&store, &article_request(), 1).unwrap().status,
+        status::CREATED
+    );
+    assert_eq!(store.payments().unwrap().len(), 2);
+    assert_eq!(
+        handle(&store, &in_flight, 1).unwrap().status,
+        status::CONFLICT_IN_PROGRESS
+    );
 }

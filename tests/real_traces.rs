@@ -144,6 +144,7 @@ fn random_walks_agree_step_by_step_on_every_model() {
         let world = &model.world;
         let (mut duplicates, mut steps_total) = (0, 0);
         let (mut rolled_back, mut fenced, mut take_overs) = (0, 0, 0);
+        let (mut handler_errors, mut key_expiries) = (0, 0);
         for seed in 0..WALK_COUNT {
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             let mut state = world.init_state();
@@ -156,6 +157,8 @@ fn random_walks_agree_step_by_step_on_every_model() {
                 let action = enabled[rng.random_range(0..enabled.len())];
                 let (next, events) = world.next_state(&state, &action);
                 take_overs += usize::from(events.has(Event::LeaseTakeover));
+                handler_errors += usize::from(matches!(action, Action::Fail { .. }));
+                key_expiries += usize::from(matches!(action, Action::ExpireKey { .. }));
                 state = next;
                 actions.push(action);
             }
@@ -176,7 +179,8 @@ fn random_walks_agree_step_by_step_on_every_model() {
         }
         println!(
             "{}: {WALK_COUNT} walks, {steps_total} steps in lockstep, {duplicates} with a real duplicate; \
-             {take_overs} take-overs, {fenced} fenced completions, {rolled_back} rolled-back crashes",
+             {take_overs} take-overs, {fenced} fenced completions, {rolled_back} rolled-back crashes, \
+             {handler_errors} handler errors, {key_expiries} key expiries",
             model.path
         );
         // No vacuous agreement: the walks must reach the scenarios the model is about.
@@ -189,6 +193,12 @@ fn random_walks_agree_step_by_step_on_every_model() {
         }
         if world.protocol.lease.is_some() {
             assert!(take_overs > 0, "{}: no lease take-over", model.path);
+        }
+        if world.faults.handler_errors > 0 {
+            assert!(handler_errors > 0, "{}: no handler error", model.path);
+        }
+        if world.faults.key_expiries > 0 {
+            assert!(key_expiries > 0, "{}: no key expiry", model.path);
         }
         // Fencing only refuses an owner that is alive after its lease expired: that needs a pause.
         if world.protocol.fencing && world.faults.pauses > 0 {

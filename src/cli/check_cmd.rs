@@ -15,6 +15,7 @@ pub fn run(args: &CheckArgs) -> i32 {
     };
     let mut all_match = true;
     let mut replay_commands = Vec::new();
+    let mut report_entries = Vec::new();
     if !args.json {
         println!(
             "{:<28} {:<11} {:<10} {:<9} counterexample",
@@ -38,6 +39,13 @@ pub fn run(args: &CheckArgs) -> i32 {
         let elapsed_ms = started.elapsed().as_millis() as u64;
         if let Some(bar) = bar {
             bar.finish_and_clear();
+        }
+        if args.report.is_some() {
+            report_entries.push(crate::report::Entry {
+                model: model.clone(),
+                report: report.clone(),
+                elapsed_ms,
+            });
         }
         let comparison: Comparison =
             output::compare(model, &report.verdicts, report.reached, false);
@@ -124,6 +132,15 @@ pub fn run(args: &CheckArgs) -> i32 {
             replay_commands.push(format!("retrylab replay {path}{marker}"));
         }
         println!();
+    }
+    if let Some(path) = &args.report {
+        if let Err(message) = crate::report::write_report(path, &report_entries) {
+            eprintln!("error: {message}");
+            return super::EXIT_BAD_INPUT;
+        }
+        if !args.json {
+            println!("Report written to {}.", path.display());
+        }
     }
     if !args.json {
         let verdict = if all_match {

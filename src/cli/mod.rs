@@ -50,6 +50,10 @@ pub struct CheckArgs {
     /// Print the timeline of every counterexample (by default only of unexpected verdicts).
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Also write the verdict matrix (Markdown with Mermaid diagrams) to FILE, and each counterexample as an SVG
+    /// in a folder beside it named after FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
     /// Override every model's limits.max-states.
     #[arg(long)]
     pub max_states: Option<u64>,

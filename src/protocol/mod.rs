@@ -31,6 +31,16 @@ pub mod status {
         code == CREATED || code == OK_REPLAY
     }
 
+    /// The status a replay of a stored response answers with: a stored success replays as 200, anything else
+    /// stored (a 500 kept as final, a 4xx) replays as itself.
+    pub fn replay_status(stored_code: u16) -> u16 {
+        if is_success(stored_code) {
+            OK_REPLAY
+        } else {
+            stored_code
+        }
+    }
+
     /// A definite failure: retrying the same request can never succeed (DOMAIN.md section 6: never retry 4xx
     /// other than 409 and 429).
     pub fn is_definite_failure(code: u16) -> bool {

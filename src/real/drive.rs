@@ -10,6 +10,8 @@
 //!   model); at `Respond`: the reply is compared with the model's;
 //! - `Crash { proc }`: the handler is forgotten; one that was inside its effect transaction really opens it and
 //!   abandons it ([`StoreFlow::Crash`]), so the store rolls the payment back;
+//! - `Fail { proc }`: [`KeyStore::fail`] with the world's `on-error` (the handler then answers 500);
+//! - `ExpireKey { key }`: [`KeyStore::expire_key`] (the TTL reaper);
 //! - `ExpireLease { key }`: the key's clock moves forward by the lease (time is passed in: each key has its own
 //!   clock, so one key's expiry does not age another's claim);
 //! - client and network actions (`Send`, `Timeout`, `DeliverResponse`, `Drop`, `Duplicate`) touch no store.
@@ -18,7 +20,7 @@
 //! answer must equal the model's (status and payment id), and every handler must be at the model's step.
 
 use super::{ClaimToken, Claimed, Completion, KeyStore, Reply, Request, StoreError, StoreFlow};
-use crate::model::{Action, Event, JobStep, Key, OpRef, Proc, RecordStatus, State, World};
+use crate::model::{Action, Event, JobStep, Key, OpRef, Proc, Record, RecordStatus, State, World};
 use crate::protocol::{status, Lease};
 use std::collections::BTreeMap;
 
@@ -73,8 +75,8 @@ pub struct DriveReport {
     pub log: Vec<String>,
 }
 
-/// Why the real stores cannot stand in for this world, if they cannot: they implement the key table in the same
-/// database as the effect, no external provider, and no handler errors or key TTL.
+/// Why the real stores cannot stand in for this world, if they cannot: they keep the key table in the same
+/// database as the effect and make no external provider call.
 pub fn unsupported(world: &World) -> Option<String> {
     use crate::model::{KeyStore as ModelKeyStore, Provider};
     if world.queue.is_some() {
@@ -85,9 +87,6 @@ pub fn unsupported(world: &World) -> Option<String> {
     }
     if world.provider != Provider::None {
         return Some(format!("provider {:?}", world.provider));
-    }
-    if world.faults.handler_errors > 0 || world.faults.key_expiries > 0 {
-        return Some("handler errors or key expiries".to_string());
     }
     None
 }
@@ -226,10 +225,31 @@ impl<'a> Driver<'a> {
                 *self.key_clock_ms.entry(key).or_insert(0) += lease_ms;
                 format!("clock of key {}/{} +{lease_ms} ms", key.scope, key.value)
             }
-            Action::Fail { .. } | Action::ExpireKey { .. } => {
-                return Err(diverged(
-                    "real stores do not model handler errors or key TTLs".into(),
-                ))
+            Action::Fail { proc } => {
+                let handler = self.handlers[proc as usize].as_mut();
+                let Some(handler) = handler else {
+                    return Err(diverged(format!("process {proc} has no handler to fail")));
+                };
+                let token = match handler.phase {
+                    Phase::Effect(token) | Phase::Commit(token) => token,
+                    _ => return Err(diverged(format!("process {proc} fails outside its work"))),
+                };
+                let store = self.stores[proc as usize];
+                let reply = store
+                    .fail(&handler.request, token, self.world.on_error)
+                    .map_err(store_error)?;
+                handler.phase = Phase::Respond(reply);
+                format!(
+                    "process {proc}: handler fails (500), on-error {:?}",
+                    self.world.on_error
+                )
+            }
+            Action::ExpireKey { key } => {
+                let (client_id, key_text) = real_key(&key);
+                self.stores[0]
+                    .expire_key(&client_id, &key_text)
+                    .map_err(store_error)?;
+                format!("TTL reaper deletes completed key {client_id}/{key_text}")
             }
             Action::Republish { .. } => {
                 return Err(diverged(
@@ -365,21 +385,21 @@ impl Driver<'_> {
         let rows = self.stores[0]
             .rows()
             .map_err(|error| DriveError::Store { step, error })?;
-        let mut real: BTreeMap<(String, String), Option<u64>> = BTreeMap::new();
+        let mut real: BTreeMap<(String, String), Option<(u16, u64)>> = BTreeMap::new();
         for row in &rows {
-            let completed_payment = row.response.as_ref().map(|response| {
-                serde_json::from_str::<serde_json::Value>(response)
-                    .ok()
-                    .and_then(|body| body.get("payment_id").and_then(|id| id.as_u64()))
-                    .unwrap_or(0)
-            });
+            let completed_payment = row
+                .response
+                .as_ref()
+                .map(|response| (response.status, response.payment_id().unwrap_or(0)));
             real.insert((row.client_id.clone(), row.key.clone()), completed_payment);
         }
         let mut model = BTreeMap::new();
         for (key, record) in &self.state.store.records {
             let completed_payment = match record.status {
                 RecordStatus::InProgress { .. } => None,
-                RecordStatus::Completed { payload, .. } => Some(payload.map_or(0, u64::from)),
+                RecordStatus::Completed { code, payload } => {
+                    Some((code, payload.map_or(0, u64::from)))
+                }
             };
             model.insert(real_key(key), completed_payment);
         }
@@ -388,7 +408,7 @@ impl Driver<'_> {
                 step,
                 action,
                 detail: format!(
-                    "records (key -> completed payment) are {real:?} in real code, {model:?} in the model"
+                    "records (key -> completed status and payment) are {real:?} in real code, {model:?} in the model"
                 ),
             });
         }
@@ -416,13 +436,13 @@ fn expected_answer(
     }
     match job.step {
         JobStep::Respond { code, payload } => Some((code, payload.map(u64::from))),
-        _ if events.has(Event::Replay) => {
-            let payload = match before.store.records.get(&job.request.key).map(|r| r.status) {
-                Some(RecordStatus::Completed { payload, .. }) => payload.map(u64::from),
-                _ => None,
-            };
-            Some((status::OK_REPLAY, payload))
-        }
+        _ if events.has(Event::Replay) => match before.store.records.get(&job.request.key) {
+            Some(Record {
+                status: RecordStatus::Completed { code, payload },
+                ..
+            }) => Some((status::replay_status(*code), payload.map(u64::from))),
+            _ => Some((status::OK_REPLAY, None)),
+        },
         _ if events.has(Event::Conflict) => Some((status::CONFLICT_IN_PROGRESS, None)),
         _ if events.has(Event::BodyMismatch) => Some((status::UNPROCESSABLE_BODY_MISMATCH, None)),
         _ => None,

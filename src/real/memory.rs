@@ -6,10 +6,11 @@
 //! see a key's latest row and a completion updates every row of the key, as SQL without a unique index would.
 
 use super::{
-    decide_on_row, open_claim_token, payment_response, reply_for, ClaimLookup, ClaimToken, Claimed,
-    Completion, KeyRow, KeyStore, Lock, Payment, Reply, Request, StoreError, StoreFlow,
+    decide_on_row, internal_error_reply, open_claim_token, payment_response, reply_for,
+    still_holds_claim, ClaimLookup, ClaimToken, Claimed, Completion, KeyRow, KeyStore, Lock,
+    OnError, Payment, Reply, Request, StoreError, StoreFlow, StoredResponse,
 };
-use crate::protocol::{self, Claim, Decision, ProtocolConfig};
+use crate::protocol::{self, status, Claim, Decision, ProtocolConfig};
 
 /// The store's tables: key records (no index: duplicates are possible under select-then-insert) and payments.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -35,7 +36,7 @@ impl Tables {
         &mut self,
         claim: Claim,
         request: &Request,
-        decision: &Decision<String>,
+        decision: &Decision<StoredResponse>,
         fingerprint: protocol::Fingerprint,
         now_ms: u64,
     ) -> ClaimToken {
@@ -174,7 +175,10 @@ impl<L: Lock<Tables>> KeyStore for MemoryStore<L> {
             });
             for row in tables.rows.iter_mut() {
                 if row.client_id == request.client_id && row.key == request.key {
-                    row.response = Some(response.to_string());
+                    row.response = Some(StoredResponse {
+                        status: status::CREATED,
+                        body: response.to_string(),
+                    });
                 }
             }
             Ok(Completion::Created(Reply {
@@ -182,6 +186,44 @@ impl<L: Lock<Tables>> KeyStore for MemoryStore<L> {
                 body: response,
             }))
         })
+    }
+
+    fn fail(
+        &self,
+        request: &Request,
+        token: ClaimToken,
+        on_error: OnError,
+    ) -> Result<Reply, StoreError> {
+        let reply = internal_error_reply();
+        self.tables.with(|tables| {
+            if !still_holds_claim(token, tables.latest_row(request)) {
+                return;
+            }
+            let of_key =
+                |row: &KeyRow| row.client_id == request.client_id && row.key == request.key;
+            match on_error {
+                OnError::StoreResponse => {
+                    for row in tables.rows.iter_mut().filter(|row| of_key(row)) {
+                        row.response = Some(StoredResponse {
+                            status: reply.status,
+                            body: reply.body.to_string(),
+                        });
+                    }
+                }
+                OnError::DeleteKey => tables.rows.retain(|row| !of_key(row)),
+                OnError::KeepInProgress => {}
+            }
+        });
+        Ok(reply)
+    }
+
+    fn expire_key(&self, client_id: &str, key: &str) -> Result<(), StoreError> {
+        self.tables.with(|tables| {
+            tables.rows.retain(|row| {
+                !(row.client_id == client_id && row.key == key && row.response.is_some())
+            })
+        });
+        Ok(())
     }
 
     fn payments(&self) -> Result<Vec<Payment>, StoreError> {

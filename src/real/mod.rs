@@ -3,13 +3,15 @@
 //! Two stores implement [`KeyStore`]: [`MemoryStore`] (generic over its lock, so std, loom and shuttle drive the
 //! same code) and [`SqliteStore`] (rusqlite with the bundled SQLite, the article's transactions). Every decision is
 //! made by `crate::protocol`: the stores only read and write rows, translate a row into the protocol's
-//! [`RecordState`](crate::protocol::RecordState) (in [`decide_on_row`]) and map the decision to a reply.
+//! [`RecordState`] (in [`decide_on_row`]) and map the decision to a reply.
 //!
 //! A request is handled in explicit steps so that tests and the trace driver can interleave them:
 //! [`KeyStore::claim_lookup`] (the `SELECT` of the select-then-insert variant; nothing under a unique index),
 //! [`KeyStore::claim_finish`] (the claim itself) and, for the owner, [`KeyStore::complete`] (the effect and the
-//! completion in one transaction). [`handle`] runs the three in a row. Time is always passed in (`now_ms`): no
-//! decision reads the wall clock.
+//! completion in one transaction; a fenced refusal sends the handler back to its claim). [`handle`] runs them in a
+//! row. [`KeyStore::fail`] (a handler error, under the model's `on-error` policy) and [`KeyStore::expire_key`] (the
+//! TTL reaper) complete the model's server-side actions, so [`drive`] can replay any model trace that keeps keys in
+//! the effect's database. Time is always passed in (`now_ms`): no decision reads the wall clock.
 
 pub mod article;
 pub mod drive;
@@ -21,8 +23,11 @@ pub use lock::{Lock, StdLock};
 pub use memory::{MemoryStore, Tables};
 pub use sqlite::SqliteStore;
 
-use crate::protocol::{self, Decision, Fingerprint, Lease, ProtocolConfig, RecordState};
+use crate::protocol::{self, status, Decision, Fingerprint, Lease, ProtocolConfig, RecordState};
 use serde_json::{json, Value};
+
+/// What a failing handler does with its key. The model's knob (`on-error` in model files), used here as is.
+pub use crate::model::OnError;
 
 /// One HTTP request as the server sees it: who sent it, its `Idempotency-Key`, and its body (parsed and as sent).
 #[derive(Clone, Debug, PartialEq)]
@@ -73,7 +78,7 @@ pub enum Claimed {
     /// `decision` is `Execute` (fresh claim) or `TakeOver` (an expired lease was taken over).
     Owner {
         token: ClaimToken,
-        decision: Decision<String>,
+        decision: Decision<StoredResponse>,
     },
     Answered(Reply),
 }
@@ -82,7 +87,7 @@ pub enum Claimed {
 /// under select-then-insert it carries the decision taken on the `SELECT`'s result, which the insert then acts on
 /// without looking again (that gap is the bug).
 #[derive(Clone, Debug, PartialEq)]
-pub struct ClaimLookup(pub(crate) Option<Decision<String>>);
+pub struct ClaimLookup(pub(crate) Option<Decision<StoredResponse>>);
 
 /// What [`KeyStore::complete`] did.
 #[derive(Clone, Debug, PartialEq)]
@@ -170,6 +175,19 @@ pub trait KeyStore {
         self.complete_with(request, token, now_ms, &mut || StoreFlow::Commit)
     }
 
+    /// The owner's handler failed (a downstream timeout, an exception) before committing: nothing of its effect
+    /// transaction is kept, and `on_error` decides the key's fate if this handler still holds the claim: keep the
+    /// 500 as the final response, delete the key so a retry executes afresh, or leave it in_progress. Answers 500.
+    fn fail(
+        &self,
+        request: &Request,
+        token: ClaimToken,
+        on_error: OnError,
+    ) -> Result<Reply, StoreError>;
+
+    /// The TTL reaper: forget a completed key (a later request with it executes again). In-progress keys stay.
+    fn expire_key(&self, client_id: &str, key: &str) -> Result<(), StoreError>;
+
     /// Every payment made so far, in id order.
     fn payments(&self) -> Result<Vec<Payment>, StoreError>;
 
@@ -210,6 +228,21 @@ pub fn handle<S: KeyStore + ?Sized>(
     })
 }
 
+/// The response stored with a completed key: its status code and its JSON body as text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredResponse {
+    pub status: u16,
+    pub body: String,
+}
+
+impl StoredResponse {
+    /// The payment id the stored body reports, if any.
+    pub fn payment_id(&self) -> Option<u64> {
+        let body: Value = serde_json::from_str(&self.body).ok()?;
+        body.get("payment_id").and_then(Value::as_u64)
+    }
+}
+
 /// A stored key record as both stores hold it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyRow {
@@ -218,12 +251,12 @@ pub struct KeyRow {
     pub fingerprint: Fingerprint,
     pub token: ClaimToken,
     pub claimed_at_ms: u64,
-    /// `None` while in_progress; the stored response (JSON text) once completed.
-    pub response: Option<String>,
+    /// `None` while in_progress; the stored response once completed.
+    pub response: Option<StoredResponse>,
 }
 
 /// The protocol's view of a stored row at `now_ms`: the lease is judged by [`protocol::lease_expired`].
-pub fn record_state(row: &KeyRow, lease: Lease, now_ms: u64) -> RecordState<String> {
+pub fn record_state(row: &KeyRow, lease: Lease, now_ms: u64) -> RecordState<StoredResponse> {
     match &row.response {
         Some(response) => RecordState::Completed {
             response: response.clone(),
@@ -243,17 +276,22 @@ pub fn decide_on_row(
     request_fp: &Fingerprint,
     row: Option<&KeyRow>,
     now_ms: u64,
-) -> Decision<String> {
+) -> Decision<StoredResponse> {
     let stored = row.map(|row| (row.fingerprint, record_state(row, config.lease, now_ms)));
     protocol::decide(request_fp, stored.as_ref().map(|(fp, state)| (fp, state)))
 }
 
 /// The reply for a decision that does not execute; `None` for `Execute` / `TakeOver` (the owner's reply comes
 /// from [`KeyStore::complete`]).
-pub fn reply_for(decision: &Decision<String>) -> Result<Option<Reply>, StoreError> {
+pub fn reply_for(decision: &Decision<StoredResponse>) -> Result<Option<Reply>, StoreError> {
     let body = match decision {
         Decision::Execute | Decision::TakeOver => return Ok(None),
-        Decision::Replay(response) => serde_json::from_str(response)?,
+        Decision::Replay(stored) => {
+            return Ok(Some(Reply {
+                status: status::replay_status(stored.status),
+                body: serde_json::from_str(&stored.body)?,
+            }))
+        }
         Decision::InProgress => json!({"error": "the request with this key is still in flight"}),
         Decision::BodyMismatch => json!({"error": "key already used with a different body"}),
     };
@@ -268,6 +306,20 @@ pub fn reply_for(decision: &Decision<String>) -> Result<Option<Reply>, StoreErro
 pub fn open_claim_token(row: Option<&KeyRow>) -> Option<ClaimToken> {
     row.filter(|row| row.response.is_none())
         .map(|row| row.token)
+}
+
+/// The reply of a failed handler, and what `OnError::StoreResponse` keeps.
+pub(crate) fn internal_error_reply() -> Reply {
+    Reply {
+        status: status::INTERNAL_ERROR,
+        body: json!({"error": "internal error; retry with the same key"}),
+    }
+}
+
+/// Whether a failing handler still holds the key's claim (only then may its `on_error` touch the record): the
+/// fenced completion rule, always fenced.
+pub(crate) fn still_holds_claim(token: ClaimToken, row: Option<&KeyRow>) -> bool {
+    protocol::may_complete(true, &token, open_claim_token(row).as_ref())
 }
 
 /// The owner's response, stored with the completion and replayed by later requests.

@@ -8,10 +8,11 @@
 //! One `SqliteStore` is one connection: open one per worker thread, as a service opens one per handler.
 
 use super::{
-    decide_on_row, open_claim_token, payment_response, reply_for, ClaimLookup, ClaimToken, Claimed,
-    Completion, KeyRow, KeyStore, Payment, Reply, Request, StoreError, StoreFlow,
+    decide_on_row, internal_error_reply, open_claim_token, payment_response, reply_for,
+    still_holds_claim, ClaimLookup, ClaimToken, Claimed, Completion, KeyRow, KeyStore, OnError,
+    Payment, Reply, Request, StoreError, StoreFlow, StoredResponse,
 };
-use crate::protocol::{self, Claim, Decision, Fingerprint, ProtocolConfig};
+use crate::protocol::{self, status, Claim, Decision, Fingerprint, ProtocolConfig};
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 use std::path::Path;
 use std::time::Duration;
@@ -19,7 +20,8 @@ use std::time::Duration;
 /// How long a connection waits for another's write lock, like the article's `sqlite3.connect(timeout=5)`.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-const ROW_COLUMNS: &str = "rowid, client_id, key, fingerprint, token, claimed_at_ms, response";
+const ROW_COLUMNS: &str =
+    "rowid, client_id, key, fingerprint, token, claimed_at_ms, response, response_status";
 
 pub struct SqliteStore {
     config: ProtocolConfig,
@@ -43,7 +45,9 @@ impl SqliteStore {
                  token         INTEGER NOT NULL,
                  claimed_at_ms INTEGER NOT NULL,
                  status        TEXT NOT NULL,
-                 response      TEXT{primary_key}
+                 response      TEXT,
+                 -- The stored response's status: 201 for a completion, 500 when a failure is kept as final.
+                 response_status INTEGER{primary_key}
              );
              CREATE TABLE IF NOT EXISTS payments (
                  id        INTEGER PRIMARY KEY,
@@ -251,9 +255,14 @@ impl KeyStore for SqliteStore {
         let response = payment_response(payment_id, request);
         // Every row of the key: one under a unique index; without one, the article's UPDATE by (client, key).
         transaction.execute(
-            "UPDATE idempotency_keys SET status = 'completed', response = ?1
-             WHERE client_id = ?2 AND key = ?3",
-            params![response.to_string(), request.client_id, request.key],
+            "UPDATE idempotency_keys SET status = 'completed', response = ?1, response_status = ?2
+             WHERE client_id = ?3 AND key = ?4",
+            params![
+                response.to_string(),
+                status::CREATED,
+                request.client_id,
+                request.key
+            ],
         )?;
         if before_commit() == StoreFlow::Crash {
             // Dropping the transaction rolls it back, as SQLite does for a connection that dies mid-transaction.
@@ -264,6 +273,54 @@ impl KeyStore for SqliteStore {
             status: Decision::<String>::Execute.status(),
             body: response,
         }))
+    }
+
+    fn fail(
+        &self,
+        request: &Request,
+        token: ClaimToken,
+        on_error: OnError,
+    ) -> Result<Reply, StoreError> {
+        // The failed handler's effect transaction, if it had one open, is simply never committed. This is a new
+        // transaction that only applies `on_error`, and only while the handler still holds the claim.
+        let reply = internal_error_reply();
+        let transaction = self.immediate()?;
+        let row = latest_row(&transaction, request)?;
+        if still_holds_claim(token, row.as_ref().map(|(_, row)| row)) {
+            match on_error {
+                OnError::StoreResponse => {
+                    transaction.execute(
+                        "UPDATE idempotency_keys SET status = 'completed', response = ?1,
+                                response_status = ?2
+                         WHERE client_id = ?3 AND key = ?4",
+                        params![
+                            reply.body.to_string(),
+                            reply.status,
+                            request.client_id,
+                            request.key
+                        ],
+                    )?;
+                }
+                OnError::DeleteKey => {
+                    transaction.execute(
+                        "DELETE FROM idempotency_keys WHERE client_id = ?1 AND key = ?2",
+                        params![request.client_id, request.key],
+                    )?;
+                }
+                OnError::KeepInProgress => {}
+            }
+        }
+        transaction.commit()?;
+        Ok(reply)
+    }
+
+    fn expire_key(&self, client_id: &str, key: &str) -> Result<(), StoreError> {
+        self.connection.execute(
+            "DELETE FROM idempotency_keys
+             WHERE client_id = ?1 AND key = ?2 AND status = 'completed'",
+            params![client_id, key],
+        )?;
+        Ok(())
     }
 
     fn payments(&self) -> Result<Vec<Payment>, StoreError> {
@@ -308,7 +365,13 @@ fn read_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RowWithId> {
             fingerprint: Fingerprint(fingerprint),
             token: ClaimToken(row.get::<_, i64>(4)? as u64),
             claimed_at_ms: row.get::<_, i64>(5)? as u64,
-            response: row.get(6)?,
+            response: match (
+                row.get::<_, Option<String>>(6)?,
+                row.get::<_, Option<u16>>(7)?,
+            ) {
+                (Some(body), Some(status)) => Some(StoredResponse { status, body }),
+                _ => None,
+            },
         },
     ))
 }

@@ -207,7 +207,7 @@ pub fn evaluate(cells: &[CellSummary]) -> Vec<Claim> {
         },
     ));
 
-    claims.push(over_contended(
+    let mut full_vs_decor = over_contended(
         &cols,
         "Full jitter does less work than decorrelated jitter but takes slightly more time.",
         "full's mean calls below decorrelated's and full's mean completion time above decorrelated's".into(),
@@ -218,7 +218,21 @@ pub fn evaluate(cells: &[CellSummary]) -> Vec<Claim> {
                 c.clients, calls(c.full), time(c.full), calls(c.decor), time(c.decor)
             )
         },
-    ));
+    );
+    // The time difference is small: say where it is within the noise.
+    let overlapping: Vec<u32> = cols
+        .iter()
+        .filter(|c| c.clients >= CONTENTION_CLIENTS_MIN)
+        .filter(|c| {
+            (time(c.full) - time(c.decor)).abs() <= c.full.time_ms.ci95 + c.decor.time_ms.ci95
+        })
+        .map(|c| c.clients)
+        .collect();
+    if !overlapping.is_empty() {
+        full_vs_decor.evidence +=
+            &format!("; the two times' 95% intervals overlap at N = {overlapping:?}");
+    }
+    claims.push(full_vs_decor);
 
     claims.push(match cols.iter().find(|c| c.clients == 100) {
         None => Claim {
@@ -291,11 +305,12 @@ fn growth_claim(cells: &[CellSummary]) -> Claim {
                 evidence: String::new(),
             };
         }
-        exponents.push((strategy, log_log_slope(&points)));
+        let tail = &points[points.len().saturating_sub(5)..];
+        exponents.push((strategy, log_log_slope(&points), log_log_slope(tail)));
     }
     let quadratic = exponents
         .iter()
-        .filter(|(_, k)| *k >= QUADRATIC_EXPONENT_MIN)
+        .filter(|(_, k, _)| *k >= QUADRATIC_EXPONENT_MIN)
         .count();
     Claim {
         statement,
@@ -309,7 +324,7 @@ fn growth_claim(cells: &[CellSummary]) -> Claim {
         },
         evidence: exponents
             .iter()
-            .map(|(s, k)| format!("{s} k={k:.2}"))
+            .map(|(s, k, k_tail)| format!("{s} k={k:.2} (last 5 client counts: {k_tail:.2})"))
             .collect::<Vec<_>>()
             .join(", "),
     }

@@ -10,6 +10,13 @@
 //! schedules the write's arrival at `t + leg + leg`; a failed write at `t` schedules the next
 //! read's arrival at `t + leg + leg + backoff`. That is the same process as four separate leg
 //! events (each leg is still its own draw) with half the queue traffic.
+//!
+//! [`Reads::Lazy`] (the default) goes one step further: the read's only effect is to observe the
+//! version, and the version at time `r` is the number of successful writes up to `r`. So the
+//! write carries its read's time instead of a version, and succeeds iff no write succeeded after
+//! that time: one event per attempt. [`Reads::Events`] keeps the read as an event; a test checks
+//! that both give the same statistics. Tie rule of the lazy mode: a read at the same nanosecond
+//! as a successful write sees it (the explicit mode orders such ties by scheduling order).
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -59,10 +66,30 @@ pub struct RunOutcome {
     pub event_count: u64,
 }
 
+/// How reads are simulated (see the module documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Reads {
+    /// One event per read arrival and one per write arrival.
+    Events,
+    /// One event per write arrival, carrying the time its read reached the server.
+    #[default]
+    Lazy,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Event {
-    ReadArrives { client: u32 },
-    WriteArrives { client: u32, version: u64 },
+    ReadArrives {
+        client: u32,
+    },
+    WriteArrives {
+        client: u32,
+        version: u64,
+    },
+    /// Lazy reads: a write whose read reached the server at `read_ns`.
+    WriteAfterRead {
+        client: u32,
+        read_ns: TimeNs,
+    },
 }
 
 struct Client {
@@ -71,7 +98,10 @@ struct Client {
 }
 
 struct OccWorld {
+    reads: Reads,
     version: u64,
+    /// Time of the latest successful write (lazy reads).
+    success_ns_last: Option<TimeNs>,
     clients: Vec<Client>,
     done_ns: Vec<TimeNs>,
     call_count: u64,
@@ -82,6 +112,41 @@ impl OccWorld {
     fn leg_ns(&self, rng: &mut ChaCha8Rng) -> TimeNs {
         ms_to_ns(self.leg.sample(rng).abs())
     }
+
+    /// The next event of a client whose read reaches the server at `read_ns`.
+    fn after_read(&self, client: u32, read_ns: TimeNs, rng: &mut ChaCha8Rng) -> (TimeNs, Event) {
+        match self.reads {
+            Reads::Events => (read_ns, Event::ReadArrives { client }),
+            Reads::Lazy => {
+                // Response leg back to the client, then the write's leg to the server.
+                let write_ns = read_ns + self.leg_ns(rng) + self.leg_ns(rng);
+                (write_ns, Event::WriteAfterRead { client, read_ns })
+            }
+        }
+    }
+
+    /// A write reached the server at `now_ns`; returns the client's next event, if any.
+    fn write(
+        &mut self,
+        now_ns: TimeNs,
+        client: u32,
+        succeeds: bool,
+        rng: &mut ChaCha8Rng,
+    ) -> Option<(TimeNs, Event)> {
+        self.call_count += 1;
+        let response_ns = now_ns + self.leg_ns(rng);
+        if succeeds {
+            self.version += 1;
+            self.success_ns_last = Some(now_ns);
+            self.done_ns.push(response_ns);
+            return None;
+        }
+        let state = &mut self.clients[client as usize];
+        state.retry_count += 1;
+        let backoff_ms = state.backoff.next_delay_ms(state.retry_count, rng);
+        let read_ns = response_ns + self.leg_ns(rng) + ms_to_ns(backoff_ms);
+        Some(self.after_read(client, read_ns, rng))
+    }
 }
 
 impl Model for OccWorld {
@@ -89,9 +154,10 @@ impl Model for OccWorld {
 
     fn start(&mut self, queue: &mut EventQueue<Event>, rng: &mut ChaCha8Rng) {
         for client in 0..self.clients.len() as u32 {
-            let at_ns = self.leg_ns(rng);
+            let read_ns = self.leg_ns(rng);
+            let (at_ns, event) = self.after_read(client, read_ns, rng);
             queue
-                .schedule_at(at_ns, Event::ReadArrives { client })
+                .schedule_at(at_ns, event)
                 .expect("the queue holds one event per client");
         }
     }
@@ -105,25 +171,18 @@ impl Model for OccWorld {
     ) -> Control {
         let next = match event {
             Event::ReadArrives { client } => {
-                // Response leg back to the client, then the write's leg to the server.
                 let at_ns = now_ns + self.leg_ns(rng) + self.leg_ns(rng);
                 let version = self.version;
                 Some((at_ns, Event::WriteArrives { client, version }))
             }
             Event::WriteArrives { client, version } => {
-                self.call_count += 1;
-                let response_ns = now_ns + self.leg_ns(rng);
-                if version == self.version {
-                    self.version += 1;
-                    self.done_ns.push(response_ns);
-                    None
-                } else {
-                    let state = &mut self.clients[client as usize];
-                    state.retry_count += 1;
-                    let backoff_ms = state.backoff.next_delay_ms(state.retry_count, rng);
-                    let at_ns = response_ns + self.leg_ns(rng) + ms_to_ns(backoff_ms);
-                    Some((at_ns, Event::ReadArrives { client }))
-                }
+                let succeeds = version == self.version;
+                self.write(now_ns, client, succeeds, rng)
+            }
+            Event::WriteAfterRead { client, read_ns } => {
+                // The version read at read_ns is still current iff no write succeeded since.
+                let succeeds = !matches!(self.success_ns_last, Some(last_ns) if last_ns > read_ns);
+                self.write(now_ns, client, succeeds, rng)
             }
         };
         if let Some((at_ns, event)) = next {
@@ -153,13 +212,26 @@ pub fn simulate_run(
     params: &AwsParams,
     rng: &mut ChaCha8Rng,
 ) -> Result<RunOutcome, AwsError> {
+    simulate_run_with(backoff, clients, params, Reads::default(), rng)
+}
+
+/// [`simulate_run`] with an explicit choice of how reads are simulated.
+pub fn simulate_run_with(
+    backoff: Backoff,
+    clients: u32,
+    params: &AwsParams,
+    reads: Reads,
+    rng: &mut ChaCha8Rng,
+) -> Result<RunOutcome, AwsError> {
     if !(1..=CLIENTS_MAX).contains(&clients) {
         return Err(AwsError::Clients(clients));
     }
     let leg = Normal::new(params.leg_ms_mean, params.leg_ms_sd)
         .map_err(|e| AwsError::Leg(e.to_string()))?;
     let mut world = OccWorld {
+        reads,
         version: 0,
+        success_ns_last: None,
         clients: (0..clients)
             .map(|_| Client {
                 backoff: backoff.start(),
@@ -230,7 +302,7 @@ mod tests {
         let backoff = Backoff::aws_post(Strategy::Exponential);
         let outcome = simulate_run(backoff, 1, &AwsParams::POST, &mut run_rng(1, 0)).unwrap();
         assert_eq!(outcome.call_count, 1);
-        assert_eq!(outcome.event_count, 2);
+        assert_eq!(outcome.event_count, 1);
         // Four legs of about 10 ms each.
         assert!(
             outcome.time_ms > 20.0 && outcome.time_ms < 60.0,
@@ -259,6 +331,41 @@ mod tests {
         let c = simulate_run(backoff, 30, &AwsParams::POST, &mut run_rng(5, 3)).unwrap();
         assert_eq!(a, b);
         assert_ne!(a, c);
+    }
+
+    #[test]
+    fn lazy_reads_match_read_events_in_distribution() {
+        // Same process, different draw order: the means of 200 runs must agree within their
+        // 95% intervals (widened by 1.5 so a 1-in-20 fluke of either side does not fail).
+        use crate::sim::stats::estimate;
+        let backoff = Backoff::aws_post(Strategy::FullJitter);
+        let stats = |reads: Reads, seed: u64| {
+            let outcomes: Vec<RunOutcome> = (0..200)
+                .map(|run| {
+                    let mut rng = run_rng(seed, run);
+                    simulate_run_with(backoff, 40, &AwsParams::POST, reads, &mut rng).unwrap()
+                })
+                .collect();
+            let calls: Vec<f64> = outcomes.iter().map(|o| o.call_count as f64).collect();
+            let time: Vec<f64> = outcomes.iter().map(|o| o.time_ms).collect();
+            let events: f64 = outcomes.iter().map(|o| o.event_count as f64).sum();
+            (estimate(&calls), estimate(&time), events)
+        };
+        let (calls_events, time_events, count_events) = stats(Reads::Events, 1);
+        let (calls_lazy, time_lazy, count_lazy) = stats(Reads::Lazy, 2);
+        let close = |a: crate::sim::stats::Estimate, b: crate::sim::stats::Estimate| {
+            (a.mean - b.mean).abs() <= 1.5 * (a.ci95 + b.ci95)
+        };
+        assert!(
+            close(calls_events, calls_lazy),
+            "{calls_events:?} vs {calls_lazy:?}"
+        );
+        assert!(
+            close(time_events, time_lazy),
+            "{time_events:?} vs {time_lazy:?}"
+        );
+        // And the lazy mode handles half the events.
+        assert!((count_lazy * 2.0 - count_events).abs() < 0.1 * count_events);
     }
 
     #[test]

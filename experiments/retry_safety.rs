@@ -1,0 +1,419 @@
+//! retry-safety: attempts that time out at the client but in fact executed, and the duplicate
+//! effects their retries cause, without an idempotency key and with one, per backoff strategy
+//! and client timeout (the capacity world of src/storms/capacity.rs, with its capacity drop).
+//!
+//! Exit codes: 0 done, 1 the run or a write failed, 2 bad arguments.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use clap::Parser;
+use retrylab::backoff::{Backoff, Strategy};
+use retrylab::plot::{BandPoint, LegendAt, LineChart, LineStyle, Series};
+use retrylab::sim::stats::{estimate, Estimate};
+use retrylab::storms::capacity::{simulate, CapacityConfig, CapacityOutcome};
+use retrylab::storms::client::PolicyKind;
+use retrylab::storms::harness::{self, Common, CommonArgs, Defaults, Failure};
+
+const DEFAULTS: Defaults = Defaults {
+    name: "retry-safety",
+    seed: 9110,
+    runs: 5,
+    runs_min: 2,
+    runs_max: 1000,
+};
+
+/// Client timeouts swept, in ms (the server's mean latency at 60% load is about 20 ms).
+const TIMEOUTS_MS: [u32; 5] = [50, 100, 150, 200, 300];
+
+/// Accepted client timeouts.
+const TIMEOUT_MS_MIN: u32 = 10;
+const TIMEOUT_MS_MAX: u32 = 10_000;
+
+/// The grid of a run: the timeouts swept and the simulated length.
+struct Grid {
+    timeouts_ms: Vec<u32>,
+    duration_s: u32,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "retry-safety",
+    about = "Duplicate effects from timed-out attempts that executed, with and without an idempotency key"
+)]
+struct Cli {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Simulated seconds per run (the capacity drop is at 10..20 s; at least 30).
+    #[arg(long, default_value_t = 60)]
+    duration_s: u32,
+    /// Client timeouts in ms, comma-separated, ascending (default 50,100,150,200,300).
+    #[arg(long, value_delimiter = ',')]
+    timeouts_ms: Option<Vec<u32>>,
+}
+
+fn main() -> ExitCode {
+    harness::main_with("retry-safety", |cli: Cli| {
+        let common = cli.common.resolve(&DEFAULTS).map_err(Failure::Usage)?;
+        harness::check_duration_s(cli.duration_s, 30, 3600)?;
+        let timeouts_ms = cli.timeouts_ms.unwrap_or(TIMEOUTS_MS.to_vec());
+        let in_range = |t: &u32| (TIMEOUT_MS_MIN..=TIMEOUT_MS_MAX).contains(t);
+        if timeouts_ms.is_empty()
+            || !timeouts_ms.iter().all(in_range)
+            || timeouts_ms.windows(2).any(|w| w[0] >= w[1])
+        {
+            return Err(Failure::Usage(format!(
+                "--timeouts-ms must be ascending values in {TIMEOUT_MS_MIN}..={TIMEOUT_MS_MAX}, got {timeouts_ms:?}"
+            )));
+        }
+        run(
+            &common,
+            &Grid {
+                timeouts_ms,
+                duration_s: cli.duration_s,
+            },
+        )
+    })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct CellKey {
+    strategy: Strategy,
+    key: bool,
+    timeout_ms: u32,
+}
+
+struct Cell {
+    at: CellKey,
+    /// Per 1000 requests.
+    duplicates: Estimate,
+    timed_out_executed: Estimate,
+    success_rate: Estimate,
+    duplicate_total: u64,
+}
+
+fn config(at: CellKey, duration_s: u32) -> Result<CapacityConfig, String> {
+    let backoff = Backoff::new(at.strategy, 25.0, 1000.0).map_err(|e| e.to_string())?;
+    Ok(CapacityConfig {
+        timeout_ms: f64::from(at.timeout_ms),
+        duration_ms: f64::from(duration_s) * 1000.0,
+        idempotency_key: at.key,
+        ..CapacityConfig::standard(backoff)
+    })
+}
+
+fn stream_id(at: CellKey, run_index: u32) -> u64 {
+    let strategy_tag = Strategy::POST
+        .iter()
+        .position(|s| *s == at.strategy)
+        .map_or(0, |i| i as u64 + 1);
+    (strategy_tag << 56)
+        | (u64::from(at.key) << 48)
+        | (u64::from(at.timeout_ms) << 24)
+        | u64::from(run_index)
+}
+
+fn run(common: &Common, grid: &Grid) -> Result<(), Failure> {
+    let duration_s = grid.duration_s;
+    let mut cells_at = Vec::new();
+    for strategy in Strategy::POST {
+        for key in [false, true] {
+            for &timeout_ms in &grid.timeouts_ms {
+                cells_at.push(CellKey {
+                    strategy,
+                    key,
+                    timeout_ms,
+                });
+            }
+        }
+    }
+    let jobs: Vec<(CellKey, u32)> = cells_at
+        .iter()
+        .flat_map(|&at| (0..common.runs).map(move |r| (at, r)))
+        .collect();
+    eprintln!(
+        "retry-safety: seed {}, {} cells x {} runs of {duration_s} s -> {}",
+        common.seed,
+        cells_at.len(),
+        common.runs,
+        common.out.display()
+    );
+    let outcomes = common.run_grid(
+        &jobs,
+        |&(at, run_index)| stream_id(at, run_index),
+        |&(at, _), rng| {
+            config(at, duration_s).and_then(|c| simulate(&c, PolicyKind::ThreeRetries, rng))
+        },
+    )?;
+    let per_1000 =
+        |count: u64, o: &CapacityOutcome| count as f64 * 1000.0 / o.request_count.max(1) as f64;
+    let cells: Vec<Cell> = cells_at
+        .iter()
+        .zip(outcomes.chunks(common.runs as usize))
+        .map(|(&at, runs)| {
+            let column = |f: &dyn Fn(&CapacityOutcome) -> f64| {
+                estimate(&runs.iter().map(f).collect::<Vec<f64>>())
+            };
+            Cell {
+                at,
+                duplicates: column(&|o| per_1000(o.duplicate_effect_count, o)),
+                timed_out_executed: column(&|o| per_1000(o.timed_out_executed_count, o)),
+                success_rate: column(&|o| o.success_count as f64 / o.request_count.max(1) as f64),
+                duplicate_total: runs.iter().map(|o| o.duplicate_effect_count).sum(),
+            }
+        })
+        .collect();
+
+    let out = common.out_dir()?;
+    out.write("summary.csv", &summary_csv(&cells, common.runs))?;
+    out.chart(&duplicates_chart(&cells), "duplicates")?;
+    out.chart(&timed_out_chart(&cells), "timed-out-executed")?;
+    let mut extra = Vec::new();
+    if duration_s != 60 {
+        extra.push(format!("--duration-s {duration_s}"));
+    }
+    if grid.timeouts_ms != TIMEOUTS_MS {
+        let list: Vec<String> = grid.timeouts_ms.iter().map(u32::to_string).collect();
+        extra.push(format!("--timeouts-ms {}", list.join(",")));
+    }
+    out.write("README.md", &readme(common, &extra, grid, &cells))?;
+    eprintln!("retry-safety: wrote {}", common.out.display());
+    Ok(())
+}
+
+fn key_name(key: bool) -> &'static str {
+    if key {
+        "with-key"
+    } else {
+        "no-key"
+    }
+}
+
+fn summary_csv(cells: &[Cell], runs: u32) -> String {
+    let mut text = String::from(
+        "strategy,idempotency,timeout_ms,runs,duplicates_per_1000_mean,duplicates_per_1000_ci95,\
+         timed_out_executed_per_1000_mean,timed_out_executed_per_1000_ci95,success_rate_mean,success_rate_ci95\n",
+    );
+    for c in cells {
+        let _ = writeln!(
+            text,
+            "{},{},{},{runs},{:.3},{:.3},{:.3},{:.3},{:.4},{:.4}",
+            c.at.strategy,
+            key_name(c.at.key),
+            c.at.timeout_ms,
+            c.duplicates.mean,
+            c.duplicates.ci95,
+            c.timed_out_executed.mean,
+            c.timed_out_executed.ci95,
+            c.success_rate.mean,
+            c.success_rate.ci95
+        );
+    }
+    text
+}
+
+fn series(cells: &[Cell], strategy: Strategy, key: bool, value: fn(&Cell) -> Estimate) -> Series {
+    let points = cells
+        .iter()
+        .filter(|c| c.at.strategy == strategy && c.at.key == key)
+        .map(|c| {
+            let e = value(c);
+            BandPoint {
+                x: f64::from(c.at.timeout_ms),
+                y: e.mean,
+                low: e.low().max(0.0),
+                high: e.high(),
+            }
+        })
+        .collect();
+    let index = Strategy::POST
+        .iter()
+        .position(|s| *s == strategy)
+        .unwrap_or(0);
+    let mut s = Series::new(format!("{strategy}, {}", key_name(key)), index, points);
+    if key {
+        s.line = LineStyle::Dashed;
+    }
+    s
+}
+
+fn duplicates_chart(cells: &[Cell]) -> LineChart {
+    let mut chart = LineChart::new(
+        "Duplicate effects: no key (solid) against an idempotency key (dashed)",
+        "client timeout (ms)",
+        "duplicate effects per 1000 requests",
+    );
+    chart.legend_at = LegendAt::Outside;
+    chart.width_px = 1180;
+    for key in [false, true] {
+        for strategy in Strategy::POST {
+            chart
+                .series
+                .push(series(cells, strategy, key, |c| c.duplicates));
+        }
+    }
+    chart
+}
+
+fn timed_out_chart(cells: &[Cell]) -> LineChart {
+    let mut chart = LineChart::new(
+        "Attempts the client timed out on that the server executed (no key)",
+        "client timeout (ms)",
+        "timed-out but executed attempts per 1000 requests",
+    );
+    chart.legend_at = LegendAt::Outside;
+    chart.width_px = 1180;
+    for strategy in Strategy::POST {
+        chart
+            .series
+            .push(series(cells, strategy, false, |c| c.timed_out_executed));
+    }
+    chart
+}
+
+fn find(cells: &[Cell], strategy: Strategy, key: bool, timeout_ms: u32) -> Option<&Cell> {
+    cells.iter().find(|c| {
+        c.at == CellKey {
+            strategy,
+            key,
+            timeout_ms,
+        }
+    })
+}
+
+fn readme(common: &Common, extra: &[String], grid: &Grid, cells: &[Cell]) -> String {
+    let duration_s = grid.duration_s;
+    let (first_ms, last_ms) = (
+        grid.timeouts_ms[0],
+        grid.timeouts_ms[grid.timeouts_ms.len() - 1],
+    );
+    // The timeout the README quotes figures at: 100 ms if swept, else the first.
+    let quoted_ms = if grid.timeouts_ms.contains(&100) {
+        100
+    } else {
+        first_ms
+    };
+    let mut t = String::new();
+    let _ = writeln!(t, "# retry-safety: timed out is not failed\n");
+    let _ = writeln!(
+        t,
+        "Generated by `{}` (seed {}, {} runs per cell, {duration_s} s simulated per run). Do not edit by hand.\n",
+        common.command_line("retry-safety", extra),
+        common.seed,
+        common.runs
+    );
+    let _ = writeln!(
+        t,
+        "The world of `metastability` (10 workers, queue of 200, 600 requests/s offered against 1000/s of capacity, \
+         only 3 workers from 10 s to 20 s), every client making up to 3 retries with one of the AWS post's backoff \
+         strategies (base 25 ms, cap 1 s), for client timeouts from {first_ms} to {last_ms} ms. Each executed request performs an \
+         effect (a payment). **no-key**: every executed attempt is an effect, so an attempt that timed out at the \
+         client but executed at the server, plus its retry, pays twice. **with-key**: the server claims the request's \
+         idempotency key before executing and answers later attempts with 409 (still in progress) or the stored \
+         response (completed), deciding with `retrylab::protocol::decide`.\n"
+    );
+    let _ = writeln!(t, "## What the figures show\n");
+    let with_key_total: u64 = cells
+        .iter()
+        .filter(|c| c.at.key)
+        .map(|c| c.duplicate_total)
+        .sum();
+    let no_key_total: u64 = cells
+        .iter()
+        .filter(|c| !c.at.key)
+        .map(|c| c.duplicate_total)
+        .sum();
+    let _ = writeln!(
+        t,
+        "- With the key there are **{with_key_total}** duplicate effects in all runs of all cells; without it **{no_key_total}**."
+    );
+    let mut at_100: Vec<String> = Strategy::POST
+        .iter()
+        .filter_map(|&s| find(cells, s, false, quoted_ms))
+        .map(|c| {
+            format!(
+                "{} {:.1} ± {:.1}",
+                c.at.strategy, c.duplicates.mean, c.duplicates.ci95
+            )
+        })
+        .collect();
+    at_100.sort();
+    let _ = writeln!(
+        t,
+        "- Without a key, duplicate effects per 1000 requests at a {quoted_ms} ms timeout: {}. Backoff changes how many \
+         attempts time out (by how much load it adds while the server is slow), not whether a timed-out attempt \
+         executed: every strategy duplicates.",
+        at_100.join(", ")
+    );
+    let trend: Vec<String> = Strategy::POST
+        .iter()
+        .filter_map(|&s| {
+            let short = find(cells, s, false, first_ms)?;
+            let long = find(cells, s, false, last_ms)?;
+            Some(format!(
+                "{} {:.1} -> {:.1}",
+                s, short.duplicates.mean, long.duplicates.mean
+            ))
+        })
+        .collect();
+    let _ = writeln!(
+        t,
+        "- From a {} ms to a {} ms timeout (duplicates per 1000 requests, no key): {}.",
+        first_ms,
+        last_ms,
+        trend.join(", ")
+    );
+    let mut success: Vec<String> = Strategy::POST
+        .iter()
+        .filter_map(|&s| {
+            Some((
+                find(cells, s, false, quoted_ms)?,
+                find(cells, s, true, quoted_ms)?,
+            ))
+        })
+        .map(|(a, b)| {
+            format!(
+                "{} {:.3} / {:.3}",
+                a.at.strategy, a.success_rate.mean, b.success_rate.mean
+            )
+        })
+        .collect();
+    success.sort();
+    let _ = writeln!(
+        t,
+        "- Success rate at {quoted_ms} ms, no key / with key: {}. At short timeouts the capacity drop leaves plain 3 retries \
+         collapsed (see `metastability`); with the key the server answers an attempt whose key is in progress (409) or \
+         completed (replay) without service time (the lookup is modelled as free), so retries of work already done \
+         stop occupying workers and the queue drains: here the key also ends the collapse. A key lookup that costs \
+         as much as the work would not.\n",
+        success.join(", ")
+    );
+    let _ = writeln!(t, "| strategy | timeout (ms) | duplicates /1000, no key | with key | timed out but executed /1000, no key | success, no key | success, with key |");
+    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|---:|");
+    for strategy in Strategy::POST {
+        for &timeout_ms in &grid.timeouts_ms {
+            if let (Some(a), Some(b)) = (
+                find(cells, strategy, false, timeout_ms),
+                find(cells, strategy, true, timeout_ms),
+            ) {
+                let _ = writeln!(
+                    t,
+                    "| {strategy} | {timeout_ms} | {:.1} ± {:.1} | {:.1} | {:.1} ± {:.1} | {:.3} | {:.3} |",
+                    a.duplicates.mean,
+                    a.duplicates.ci95,
+                    b.duplicates.mean,
+                    a.timed_out_executed.mean,
+                    a.timed_out_executed.ci95,
+                    a.success_rate.mean,
+                    b.success_rate.mean
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        t,
+        "\n![duplicates](duplicates.png)\n\n![timed out but executed](timed-out-executed.png)\n\n\
+         Files: `summary.csv` (one row per strategy, key mode and timeout), charts as SVG and PNG."
+    );
+    t
+}

@@ -1,0 +1,129 @@
+//! The verdict matrix report (`retrylab check PATH --report FILE`): a Markdown file with one row per model and
+//! every counterexample as a Mermaid sequence diagram, plus the same diagrams as SVG files in a folder named after
+//! the report (`results/verdicts.md` -> `results/verdicts/<model>.<property>.svg`).
+//!
+//! Apart from the time column the output is a function of the model files, so it can be committed and compared
+//! with a fresh run (`tests/report.rs`).
+
+mod diagram;
+mod markdown;
+mod mermaid;
+mod svg;
+
+pub use diagram::{diagram, Diagram, Item, Lane, Shape};
+pub use markdown::TIME_HEADER;
+
+use crate::atomic::write_atomic;
+use crate::check::{timeline, BfsReport};
+use crate::model::PropertyKind;
+use crate::spec::Model;
+use markdown::Drawn;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The command the committed report comes from (printed at its top; fixed, so the text does not depend on where
+/// a run wrote it).
+pub const REGENERATE_COMMAND: &str =
+    "cargo run --release -- check models --report results/verdicts.md";
+
+/// One checked model.
+pub struct Entry {
+    pub model: Model,
+    pub report: BfsReport,
+    /// Wall-clock time of the search: the one nondeterministic column.
+    pub elapsed_ms: u64,
+}
+
+/// The folder of a report's SVG files: beside the report, named after it.
+pub fn svg_folder(report_path: &Path) -> PathBuf {
+    if report_path.extension().is_some() {
+        report_path.with_extension("")
+    } else {
+        // `--report out`: the folder cannot take the file's own name.
+        let mut name = report_path.as_os_str().to_os_string();
+        name.push("-svg");
+        PathBuf::from(name)
+    }
+}
+
+/// Write the report and its SVGs (each atomically); stale SVGs of models or properties that no longer violate
+/// are removed from the SVG folder. Returns the paths written.
+pub fn write_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<PathBuf>, String> {
+    let folder = svg_folder(report_path);
+    let folder_name = folder.file_name().map_or("verdicts".to_string(), |name| {
+        name.to_string_lossy().to_string()
+    });
+    let mut drawn_all = Vec::with_capacity(entries.len());
+    let mut svgs: Vec<(PathBuf, String)> = Vec::new();
+    for entry in entries {
+        let stem = markdown::model_stem(entry);
+        let mut drawn = Vec::new();
+        for (property, actions) in &entry.report.counterexamples {
+            let (steps, _, _) = timeline(&entry.model.world, actions).map_err(|step| {
+                format!(
+                    "internal error: the counterexample for {} in {} diverges at step {step}",
+                    property.name(),
+                    entry.model.path
+                )
+            })?;
+            let mut picture = diagram(&steps);
+            if property.kind() == PropertyKind::Eventually {
+                // A liveness counterexample ends where only faults could happen next: say so on its last step.
+                if let Some(last) = picture.items.last_mut() {
+                    last.violations.push(format!(
+                        "{}: only faults can happen from here on, and the property fails: {}",
+                        property.name(),
+                        property.description()
+                    ));
+                }
+            }
+            let file_name = format!("{stem}.{}.svg", property.name());
+            let title = format!(
+                "{}: {} violated ({} steps)",
+                markdown::model_name(entry),
+                property.name(),
+                steps.len()
+            );
+            svgs.push((folder.join(&file_name), svg::render(&picture, &title)));
+            drawn.push(Drawn {
+                property: *property,
+                steps: steps.len(),
+                svg_link: format!("{folder_name}/{file_name}"),
+                mermaid: mermaid::sequence_diagram(&picture),
+            });
+        }
+        drawn_all.push(drawn);
+    }
+    let text = markdown::render(entries, &drawn_all, REGENERATE_COMMAND);
+
+    let mut written = Vec::new();
+    for (path, svg) in &svgs {
+        write_atomic(path, svg.as_bytes())
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+        written.push(path.clone());
+    }
+    remove_stale_svgs(
+        &folder,
+        &svgs.iter().map(|(path, _)| path.clone()).collect(),
+    )?;
+    write_atomic(report_path, text.as_bytes())
+        .map_err(|error| format!("cannot write {}: {error}", report_path.display()))?;
+    written.push(report_path.to_path_buf());
+    Ok(written)
+}
+
+/// Only `*.svg` files directly in the report's own folder, and only those this run did not write.
+fn remove_stale_svgs(folder: &Path, keep: &BTreeSet<PathBuf>) -> Result<(), String> {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Ok(()); // nothing was drawn and the folder does not exist
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let is_svg = path.extension().is_some_and(|extension| extension == "svg");
+        if is_svg && path.is_file() && !keep.contains(&path) {
+            std::fs::remove_file(&path)
+                .map_err(|error| format!("cannot remove stale {}: {error}", path.display()))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! metastability: plain retries keep the server collapsed after the trigger, no retries and the
+//! retry controls let it recover; the binary is deterministic whatever the thread count.
+
+mod storms_support;
+
+use retrylab::sim::run_rng;
+use retrylab::storms::capacity::{recovery, simulate, CapacityConfig, Recovery};
+use retrylab::storms::client::{full_jitter, PolicyKind};
+
+const EXE: &str = env!("CARGO_BIN_EXE_metastability");
+
+fn recovery_of(policy: PolicyKind, run: u64) -> (Recovery, u64, u64) {
+    let config = CapacityConfig::standard(full_jitter(25.0, 1000.0).unwrap());
+    let outcome = simulate(&config, policy, &mut run_rng(4, policy.tag() << 8 | run)).unwrap();
+    let n = outcome.goodput_per_bin.len();
+    let tail = |bins: &[u32]| {
+        bins[n - 11..n - 1]
+            .iter()
+            .map(|&b| u64::from(b))
+            .sum::<u64>()
+    };
+    (
+        recovery(&config, &outcome.goodput_per_bin),
+        tail(&outcome.goodput_per_bin),
+        tail(&outcome.throughput_per_bin),
+    )
+}
+
+#[test]
+fn three_retries_stay_collapsed_while_the_server_is_busy() {
+    let (state, goodput, throughput) = recovery_of(PolicyKind::ThreeRetries, 0);
+    assert_eq!(state, Recovery::Collapsed);
+    // The server works at full speed for nobody: throughput high, goodput near zero.
+    assert!(
+        throughput > 10 * goodput.max(1),
+        "goodput {goodput}, throughput {throughput}"
+    );
+}
+
+#[test]
+fn no_retries_and_retry_controls_recover() {
+    for policy in [
+        PolicyKind::NoRetries,
+        PolicyKind::TokenBucket,
+        PolicyKind::AwsQuota,
+        PolicyKind::SreRatio,
+        PolicyKind::GrpcThrottle,
+        PolicyKind::CircuitBreaker,
+    ] {
+        let (state, _, _) = recovery_of(policy, 0);
+        assert!(
+            matches!(state, Recovery::After { .. }),
+            "{policy}: {state:?}"
+        );
+    }
+}
+
+#[test]
+fn binary_is_deterministic_and_refuses_bad_flags() {
+    let files = storms_support::assert_same_whatever_the_threads(EXE, &["--runs", "2"]);
+    let summary = storms_support::text_of(&files, "summary.csv");
+    assert!(
+        summary.lines().any(|l| l.starts_with("3-retries,2,2,")),
+        "{summary}"
+    );
+    for name in [
+        "README.md",
+        "timeline.csv",
+        "goodput.png",
+        "throughput-goodput.png",
+    ] {
+        assert!(files.iter().any(|(n, _)| n == name), "{name} missing");
+    }
+    storms_support::assert_bad_flags_exit_2(EXE, &[&["--runs", "1"], &["--threads", "x"]]);
+}
