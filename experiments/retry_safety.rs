@@ -363,6 +363,29 @@ fn readme(common: &Common, extra: &[String], grid: &Grid, cells: &[Cell]) -> Str
         last_ms,
         trend.join(", ")
     );
+    // Where the strategies part most: the timeout with the largest spread of duplicates.
+    let spread = grid
+        .timeouts_ms
+        .iter()
+        .filter_map(|&timeout_ms| {
+            let values: Vec<(Strategy, f64)> = Strategy::POST
+                .iter()
+                .filter_map(|&s| Some((s, find(cells, s, false, timeout_ms)?.duplicates.mean)))
+                .collect();
+            let low = values.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
+            let high = values.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+            Some((timeout_ms, *low, *high))
+        })
+        .max_by(|a, b| (a.2 .1 - a.1 .1).total_cmp(&(b.2 .1 - b.1 .1)));
+    if let Some((timeout_ms, low, high)) = spread {
+        let _ = writeln!(
+            t,
+            "- The strategies part most at a {timeout_ms} ms timeout: from {:.1} duplicates per 1000 requests ({}) \
+             to {:.1} ({}), with wide intervals: near that timeout whether plain retries tip the server into the \
+             collapse after the capacity drop depends on the run, and on how much load the backoff adds.",
+            low.1, low.0, high.1, high.0
+        );
+    }
     let mut success: Vec<String> = Strategy::POST
         .iter()
         .filter_map(|&s| {

@@ -250,3 +250,56 @@ fn usage_errors_exit_two() {
         Some(2)
     );
 }
+
+#[test]
+fn shards_merge_into_the_unsharded_result() {
+    let folder = tempfile::tempdir().unwrap();
+    let model = models().join("article-sqlite.toml");
+    let model = model.to_str().unwrap();
+    let simulate = |extra: &[&str]| {
+        let mut args = vec!["simulate", model, "--seeds", "120", "--seed", "3", "--json"];
+        args.extend_from_slice(extra);
+        let out = retrylab(&args, folder.path());
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let whole: serde_json::Value = serde_json::from_str(&simulate(&[])).unwrap();
+    let first = write(folder.path(), "1.jsonl", &simulate(&["--shard", "1/2"]));
+    let second = write(folder.path(), "2.jsonl", &simulate(&["--shard", "2/2"]));
+    let out = retrylab(&["merge", &first, &second], folder.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let merged: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for field in [
+        "properties",
+        "walks",
+        "states",
+        "cut_walks",
+        "counterexample_len",
+        "counterexample_lens",
+        "counterexample_seeds",
+        "matches",
+    ] {
+        assert_eq!(merged[field], whole[field], "{field}");
+    }
+    assert_eq!(
+        retrylab(&["simulate", model, "--shard", "3/2"], folder.path())
+            .status
+            .code(),
+        Some(2)
+    );
+    let junk = write(folder.path(), "junk.jsonl", "{\"not\": 1}\n");
+    assert_eq!(
+        retrylab(&["merge", &junk], folder.path()).status.code(),
+        Some(2)
+    );
+}

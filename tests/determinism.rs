@@ -27,6 +27,7 @@ fn simulate_gives_identical_traces_on_one_and_two_threads() {
         first_seed: 7,
         seeds: 300,
         max_depth: 200,
+        shard: None,
     };
     let render = |threads: usize| {
         pool(threads).install(|| {

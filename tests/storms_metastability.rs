@@ -10,7 +10,14 @@ use retrylab::storms::client::{full_jitter, PolicyKind};
 const EXE: &str = env!("CARGO_BIN_EXE_metastability");
 
 fn recovery_of(policy: PolicyKind, run: u64) -> (Recovery, u64, u64) {
-    let config = CapacityConfig::standard(full_jitter(25.0, 1000.0).unwrap());
+    recovery_with_trigger(policy, run, 10_000.0)
+}
+
+fn recovery_with_trigger(policy: PolicyKind, run: u64, trigger_ms: f64) -> (Recovery, u64, u64) {
+    let config = CapacityConfig {
+        trigger_ms,
+        ..CapacityConfig::standard(full_jitter(25.0, 1000.0).unwrap())
+    };
     let outcome = simulate(&config, policy, &mut run_rng(4, policy.tag() << 8 | run)).unwrap();
     let n = outcome.goodput_per_bin.len();
     let tail = |bins: &[u32]| {
@@ -42,6 +49,7 @@ fn no_retries_and_retry_controls_recover() {
     for policy in [
         PolicyKind::NoRetries,
         PolicyKind::TokenBucket,
+        PolicyKind::RetryBreaker,
         PolicyKind::AwsQuota,
         PolicyKind::SreRatio,
         PolicyKind::GrpcThrottle,
@@ -53,6 +61,23 @@ fn no_retries_and_retry_controls_recover() {
             "{policy}: {state:?}"
         );
     }
+}
+
+#[test]
+fn a_short_drop_also_collapses_plain_retries_and_leaves_the_large_quota_full() {
+    let (state, _, _) = recovery_with_trigger(PolicyKind::ThreeRetries, 1, 1000.0);
+    assert_eq!(state, Recovery::Collapsed);
+    // A 1 s drop does not drain the 500-token quota, so it keeps retrying after capacity is
+    // back and recovers later than after a 10 s drop, which drains it.
+    let after = |trigger_ms| match recovery_with_trigger(PolicyKind::AwsQuota, 1, trigger_ms).0 {
+        Recovery::After { ms } => ms,
+        Recovery::Collapsed => f64::INFINITY,
+    };
+    let (short, long) = (after(1000.0), after(10_000.0));
+    assert!(
+        short > long + 1000.0,
+        "1 s drop: {short} ms, 10 s drop: {long} ms"
+    );
 }
 
 #[test]
@@ -71,5 +96,8 @@ fn binary_is_deterministic_and_refuses_bad_flags() {
     ] {
         assert!(files.iter().any(|(n, _)| n == name), "{name} missing");
     }
-    storms_support::assert_bad_flags_exit_2(EXE, &[&["--runs", "1"], &["--threads", "x"]]);
+    storms_support::assert_bad_flags_exit_2(
+        EXE,
+        &[&["--runs", "1"], &["--threads", "x"], &["--trigger-s", "0"]],
+    );
 }

@@ -557,7 +557,7 @@ impl RetryControl {
 
 impl RetryGate for RetryControl {
     fn allow_first(&mut self, now_ms: f64) -> bool {
-        self.gate().map_or(true, |g| g.allow_first(now_ms))
+        self.gate().is_none_or(|g| g.allow_first(now_ms))
     }
 
     fn allow_retry(&mut self, now_ms: f64, failure: FailureKind) -> Option<RetryPermit> {

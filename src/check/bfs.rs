@@ -3,7 +3,7 @@
 //! thread count. Breadth-first order makes every counterexample a shortest one.
 
 use super::fingerprint::{state_fingerprint, FingerprintSet};
-use super::path::rebuild_path;
+use super::path::{rebuild_path, rebuild_path_reduced};
 use super::Verdict;
 use crate::model::{Action, Event, Events, Property, PropertyKind, State, World};
 use rayon::prelude::*;
@@ -21,6 +21,8 @@ pub struct BfsOptions {
     /// Stop as soon as this property is violated (the others are then `incomplete` unless violated too): for
     /// tests and users who only want to see one bug.
     pub stop_on: Option<Property>,
+    /// Merge states that differ only by which client or server process is which (see `model::symmetry`).
+    pub symmetry: bool,
 }
 
 impl Default for BfsOptions {
@@ -30,6 +32,7 @@ impl Default for BfsOptions {
             max_depth: 500,
             max_memory_bytes: 8 << 30,
             stop_on: None,
+            symmetry: false,
         }
     }
 }
@@ -88,7 +91,7 @@ fn violates_safety(events: Events) -> bool {
 
 /// Expand one state. Successors already in `visited` (from earlier batches) are dropped here, in parallel, so
 /// the sequential merge only handles states that may be new.
-fn expand(world: &World, state: &State, visited: &FingerprintSet) -> Expansion {
+fn expand(world: &World, state: &State, visited: &FingerprintSet, symmetry: bool) -> Expansion {
     let mut actions = Vec::new();
     world.actions(state, &mut actions);
     let quiescent = actions.iter().all(|action| world.is_fault(state, action));
@@ -105,7 +108,10 @@ fn expand(world: &World, state: &State, visited: &FingerprintSet) -> Expansion {
     let mut seen_events = Events::default();
     let mut violations = Vec::new();
     for (index, action) in actions.iter().enumerate() {
-        let (next, events) = world.next_state(state, action);
+        let (mut next, events) = world.next_state(state, action);
+        if symmetry {
+            next = world.canonicalize(&next).0;
+        }
         seen_events = seen_events.union(events);
         if violates_safety(events) {
             violations.push((index as u16, events));
@@ -141,7 +147,10 @@ pub fn explore(
     let mut transitions = 0u64;
     let mut stopped_by = None;
 
-    let init = world.init_state();
+    let mut init = world.init_state();
+    if options.symmetry {
+        init = world.canonicalize(&init).0;
+    }
     visited.insert(state_fingerprint(&init));
     nodes.push(Node {
         parent: ROOT,
@@ -169,7 +178,7 @@ pub fn explore(
             let known = &visited;
             let expansions: Vec<Expansion> = batch
                 .par_iter()
-                .map(|(_, state)| expand(world, state, known))
+                .map(|(_, state)| expand(world, state, known, options.symmetry))
                 .collect();
             for ((parent, _), expansion) in batch.iter().zip(expansions) {
                 for property in expansion.at_rest_violations {
@@ -230,7 +239,12 @@ pub fn explore(
             Some(&(node, last)) => {
                 let mut indices = path_indices(&nodes, node);
                 indices.extend(last);
-                counterexamples.insert(property, rebuild_path(world, &indices));
+                let path = if options.symmetry {
+                    rebuild_path_reduced(world, &indices)
+                } else {
+                    rebuild_path(world, &indices)
+                };
+                counterexamples.insert(property, path);
                 Verdict::Violated
             }
             None if complete => Verdict::Holds,

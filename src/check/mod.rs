@@ -9,7 +9,7 @@ mod walk;
 
 pub use bfs::{explore, BfsOptions, BfsReport};
 pub use fingerprint::state_fingerprint;
-pub use path::{rebuild_path, timeline, TimelineStep};
+pub use path::{rebuild_path, rebuild_path_reduced, timeline, TimelineStep};
 pub mod trace;
 pub use trace::{parse_trace, replay, ReplayOutcome, Trace, TRACE_FORMAT, TRACE_VERSION};
 pub use walk::{simulate, walk_seed, SimulateOptions, SimulateReport, WalkResult};

@@ -15,6 +15,9 @@ pub struct SimulateOptions {
     pub seeds: u64,
     /// Steps per walk at most.
     pub max_depth: u32,
+    /// Run only shard `k` of `n` (1-based): the seeds whose offset from `first_seed` is `k - 1` modulo `n`. The
+    /// shards of one run partition its seeds, so a job array can run them and `retrylab merge` combine them.
+    pub shard: Option<(u64, u64)>,
 }
 
 /// One walk's findings.
@@ -109,8 +112,10 @@ pub fn simulate(
     on_progress: &(dyn Fn(u64) + Sync),
 ) -> SimulateReport {
     let seeds: Vec<u64> = (0..options.seeds)
+        .filter(|offset| options.shard.is_none_or(|(k, n)| offset % n == k - 1))
         .map(|offset| options.first_seed.wrapping_add(offset))
         .collect();
+    let walks = seeds.len() as u64;
     let results: Vec<WalkResult> = seeds
         .par_iter()
         .map(|&seed| {
@@ -152,7 +157,7 @@ pub fn simulate(
         verdicts,
         counterexamples,
         reached,
-        walks: options.seeds,
+        walks,
         steps,
         cut_walks,
     }

@@ -26,8 +26,9 @@ pub fn run(args: &CheckArgs) -> i32 {
         let options = BfsOptions {
             max_states: args.max_states.unwrap_or(model.limits.max_states),
             max_depth: args.max_depth.unwrap_or(model.limits.max_depth),
-            max_memory_bytes: args.max_memory_mib.saturating_mul(1 << 20),
+            max_memory_bytes: args.max_memory.saturating_mul(1 << 20),
             stop_on: None,
+            symmetry: args.symmetry,
         };
         let bar = output::progress(args.json, &format!("{} states", model.path));
         let started = Instant::now();

@@ -4,6 +4,7 @@
 //! 1 at least one did not; 2 bad input or usage.
 
 mod check_cmd;
+mod merge_cmd;
 mod output;
 mod replay_cmd;
 mod simulate_cmd;
@@ -34,6 +35,15 @@ pub enum Command {
     Simulate(SimulateArgs),
     /// Replay a saved counterexample trace step by step.
     Replay(ReplayArgs),
+    /// Combine the `--json` outputs of `simulate --shard K/N` runs into one result per model.
+    Merge(MergeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MergeArgs {
+    /// Files holding the JSON lines of each shard's `simulate --json`.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -61,8 +71,16 @@ pub struct CheckArgs {
     #[arg(long)]
     pub max_depth: Option<u32>,
     /// Stop a search (as incomplete) before its structures exceed this many MiB.
-    #[arg(long, default_value_t = 8192)]
-    pub max_memory_mib: u64,
+    #[arg(
+        long,
+        alias = "max-memory-mib",
+        value_name = "MIB",
+        default_value_t = 8192
+    )]
+    pub max_memory: u64,
+    /// Symmetry reduction: merge states that differ only by which client or server process is which.
+    #[arg(long)]
+    pub symmetry: bool,
     /// Worker threads (default: all cores). Results do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
@@ -90,6 +108,25 @@ pub struct SimulateArgs {
     pub verbose: bool,
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Run only shard K of N (1-based), e.g. `--shard 3/8`; combine the shards with `retrylab merge`.
+    #[arg(long, value_parser = parse_shard)]
+    pub shard: Option<(u64, u64)>,
+}
+
+fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let (k, n) = text.split_once('/').ok_or("expected K/N, e.g. 2/8")?;
+    let k: u64 = k
+        .trim()
+        .parse()
+        .map_err(|_| format!("K is not a number: {k}"))?;
+    let n: u64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("N is not a number: {n}"))?;
+    if n == 0 || k == 0 || k > n {
+        return Err(format!("need 1 <= K <= N, got {k}/{n}"));
+    }
+    Ok((k, n))
 }
 
 #[derive(clap::Args, Debug)]
@@ -121,7 +158,7 @@ pub fn run(cli: Cli) -> i32 {
     let threads = match &cli.command {
         Command::Check(args) => args.threads,
         Command::Simulate(args) => args.threads,
-        Command::Replay(_) => None,
+        Command::Replay(_) | Command::Merge(_) => None,
     };
     if threads == Some(0) {
         eprintln!("error: --threads must be at least 1");
@@ -141,5 +178,6 @@ pub fn run(cli: Cli) -> i32 {
         Command::Check(args) => check_cmd::run(&args),
         Command::Simulate(args) => simulate_cmd::run(&args),
         Command::Replay(args) => replay_cmd::run(&args),
+        Command::Merge(args) => merge_cmd::run(&args),
     })
 }

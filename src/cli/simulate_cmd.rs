@@ -18,6 +18,11 @@ pub fn run(args: &SimulateArgs) -> i32 {
         Ok(models) => models,
         Err(code) => return code,
     };
+    // Shards may run side by side on one machine: each writes its traces to its own folder.
+    let traces_dir = match args.shard {
+        Some((k, n)) => args.traces.join(format!("shard-{k}-of-{n}")),
+        None => args.traces.clone(),
+    };
     let mut all_match = true;
     let mut replay_commands = Vec::new();
     for model in &models {
@@ -25,6 +30,7 @@ pub fn run(args: &SimulateArgs) -> i32 {
             first_seed: args.seed,
             seeds: args.seeds,
             max_depth: args.max_depth,
+            shard: args.shard,
         };
         let bar = output::progress(args.json, &format!("{} walks", model.path));
         let started = Instant::now();
@@ -44,7 +50,7 @@ pub fn run(args: &SimulateArgs) -> i32 {
         let mut timelines = Vec::new();
         for (property, (seed, actions)) in &report.counterexamples {
             match output::save_trace(
-                &args.traces,
+                &traces_dir,
                 model,
                 *property,
                 actions,
@@ -78,6 +84,10 @@ pub fn run(args: &SimulateArgs) -> i32 {
                 "matches": comparison.matches,
                 "first_seed": args.seed,
                 "seeds": args.seeds,
+                "shard": args.shard.map(|(k, n)| format!("{k}/{n}")),
+                "walks": report.walks,
+                "required_scenarios": model.reached.iter().map(|event| event.scenario_name()).collect::<Vec<_>>(),
+                "counterexample_lens": lengths.iter().map(|(p, n)| (p.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
                 "states": report.steps,
                 "depth": args.max_depth,
                 "cut_walks": report.cut_walks,

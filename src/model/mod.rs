@@ -16,6 +16,7 @@ mod queue;
 mod sorted_map;
 mod state;
 mod step;
+mod symmetry;
 
 pub use action::Action;
 pub use config::{
@@ -30,3 +31,4 @@ pub use state::{
     ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Proc, Record,
     RecordStatus, Request, Response, State, Store,
 };
+pub use symmetry::Relabel;

@@ -52,7 +52,7 @@ pub enum Message {
 }
 
 /// How one operation ended, from the client's point of view.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Outcome {
     Pending,
     Succeeded {
@@ -66,7 +66,7 @@ pub enum Outcome {
     GaveUp,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ClientPhase {
     /// About to send the next attempt of the current operation. `after_conflict`: the last answer was a 409.
     Ready { after_conflict: bool },
@@ -76,7 +76,7 @@ pub enum ClientPhase {
     Done,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ClientState {
     /// Index of the current operation.
     pub op: u8,
@@ -92,7 +92,7 @@ pub struct ClientState {
 }
 
 /// Where a server process is in the handler.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum JobStep {
     /// unique-index: `BEGIN IMMEDIATE; INSERT OR IGNORE; SELECT; COMMIT` as one atomic step, then decide.
     /// select-then-insert: the `SELECT` and the decision.
@@ -111,7 +111,7 @@ pub enum JobStep {
     Respond { code: u16, payload: Option<u8> },
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Job {
     pub request: Request,
     pub step: JobStep,
@@ -119,7 +119,7 @@ pub struct Job {
     pub token: Option<u8>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Proc {
     Idle,
     Busy(Job),

@@ -1,0 +1,334 @@
+//! Symmetry reduction by canonical ordering. Clients that perform the same operations are interchangeable, and so
+//! are server processes: a state and its relabelling behave the same, so the explorer needs to see only one of
+//! them. `canonicalize` relabels a state into a canonical order (sorting, not enumerating permutations). Any
+//! relabelling is sound, since it maps a state to a member of its own symmetry class; a better order only merges
+//! more states. Properties and scenarios do not depend on who is client 1, so verdicts are unchanged.
+//!
+//! Counterexamples found on canonical states are mapped back to real actions with the permutation
+//! (`Relabel::action_back`), so traces replay on the unreduced model.
+
+use super::action::Action;
+use super::config::{KeyScope, World};
+use super::sorted_map::SortedMap;
+use super::state::*;
+use smallvec::SmallVec;
+use std::hash::{Hash, Hasher};
+
+/// A relabelling: `client[old] = new`, `proc[old] = new`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Relabel {
+    client: SmallVec<[u8; 8]>,
+    proc: SmallVec<[u8; 8]>,
+}
+
+impl Relabel {
+    fn inverse(map: &[u8]) -> SmallVec<[u8; 8]> {
+        let mut inverse: SmallVec<[u8; 8]> = SmallVec::from_elem(0, map.len());
+        for (old, new) in map.iter().enumerate() {
+            inverse[*new as usize] = old as u8;
+        }
+        inverse
+    }
+
+    /// The relabelling that changes nothing.
+    pub fn identity(state: &State) -> Relabel {
+        Relabel {
+            client: (0..state.clients.len() as u8).collect(),
+            proc: (0..state.procs.len() as u8).collect(),
+        }
+    }
+
+    /// First `self`, then `then`.
+    pub fn then(&self, then: &Relabel) -> Relabel {
+        Relabel {
+            client: self
+                .client
+                .iter()
+                .map(|x| then.client[*x as usize])
+                .collect(),
+            proc: self.proc.iter().map(|x| then.proc[*x as usize]).collect(),
+        }
+    }
+
+    /// The action, given in relabelled terms, in the original labels.
+    pub fn action_back(&self, world: &World, action: &Action) -> Action {
+        let back = Relabel {
+            client: Self::inverse(&self.client),
+            proc: Self::inverse(&self.proc),
+        };
+        back.action(world, action)
+    }
+
+    /// Exchange the labels of original processes `a` and `b` (for two idle processes: an automorphism).
+    pub fn swap_procs(&mut self, a: u8, b: u8) {
+        self.proc.swap(a as usize, b as usize);
+    }
+
+    fn client(&self, client: u8) -> u8 {
+        self.client[client as usize]
+    }
+
+    fn op(&self, op: OpRef) -> OpRef {
+        OpRef {
+            client: self.client(op.client),
+            op: op.op,
+        }
+    }
+
+    fn key(&self, world: &World, key: Key) -> Key {
+        match world.key_scope {
+            KeyScope::PerClient => Key {
+                scope: self.client(key.scope),
+                value: key.value,
+            },
+            KeyScope::Global => key,
+        }
+    }
+
+    fn request(&self, world: &World, request: Request) -> Request {
+        Request {
+            from: self.op(request.from),
+            key: self.key(world, request.key),
+            ..request
+        }
+    }
+
+    fn message(&self, world: &World, message: Message) -> Message {
+        match message {
+            Message::Request(request) => Message::Request(self.request(world, request)),
+            Message::Response(response) => Message::Response(Response {
+                to: self.op(response.to),
+                ..response
+            }),
+        }
+    }
+
+    fn action(&self, world: &World, action: &Action) -> Action {
+        match *action {
+            Action::Send { client } => Action::Send {
+                client: self.client(client),
+            },
+            Action::Timeout { client } => Action::Timeout {
+                client: self.client(client),
+            },
+            Action::DeliverRequest { request, proc } => Action::DeliverRequest {
+                request: self.request(world, request),
+                proc: self.proc[proc as usize],
+            },
+            Action::DeliverResponse { response } => Action::DeliverResponse {
+                response: Response {
+                    to: self.op(response.to),
+                    ..response
+                },
+            },
+            Action::Step { proc } => Action::Step {
+                proc: self.proc[proc as usize],
+            },
+            Action::Drop { message } => Action::Drop {
+                message: self.message(world, message),
+            },
+            Action::Duplicate { message } => Action::Duplicate {
+                message: self.message(world, message),
+            },
+            Action::Crash { proc } => Action::Crash {
+                proc: self.proc[proc as usize],
+            },
+            Action::Fail { proc } => Action::Fail {
+                proc: self.proc[proc as usize],
+            },
+            Action::ExpireKey { key } => Action::ExpireKey {
+                key: self.key(world, key),
+            },
+            Action::ExpireLease { key } => Action::ExpireLease {
+                key: self.key(world, key),
+            },
+        }
+    }
+
+    fn state(&self, world: &World, state: &State) -> State {
+        let mut clients = state.clients.clone();
+        for (old, client) in state.clients.iter().enumerate() {
+            clients[self.client(old as u8) as usize] = client.clone();
+        }
+        let mut procs = state.procs.clone();
+        for (old, proc) in state.procs.iter().enumerate() {
+            procs[self.proc[old] as usize] = match *proc {
+                Proc::Busy(job) => Proc::Busy(Job {
+                    request: self.request(world, job.request),
+                    ..job
+                }),
+                Proc::Idle => Proc::Idle,
+            };
+        }
+        let mut network = SortedMap::new();
+        for (message, count) in &state.network {
+            network.insert(self.message(world, *message), *count);
+        }
+        let mut records = SortedMap::new();
+        for (key, record) in &state.store.records {
+            records.insert(
+                self.key(world, *key),
+                Record {
+                    op: self.op(record.op),
+                    ..*record
+                },
+            );
+        }
+        let mut first_success = SortedMap::new();
+        for (op, payload) in &state.first_success {
+            first_success.insert(self.op(*op), *payload);
+        }
+        State {
+            clients,
+            network,
+            procs,
+            store: Store {
+                records,
+                payments: state.store.payments.iter().map(|op| self.op(*op)).collect(),
+                next_token: state.store.next_token,
+                provider_charges: state
+                    .store
+                    .provider_charges
+                    .iter()
+                    .map(|(op, key)| (self.op(*op), self.key(world, *key)))
+                    .collect(),
+            },
+            first_success,
+            budgets: state.budgets,
+        }
+    }
+}
+
+/// A client's view of the state with its own identity erased: clients with equal signatures are ordered by
+/// their original index (any order is sound; equal views are where the merging happens).
+fn client_signature(world: &World, state: &State, client: u8) -> u64 {
+    let mut hasher = twox_hash::XxHash64::with_seed(1);
+    state.clients[client as usize].hash(&mut hasher);
+    let blank = |op: OpRef| op.client == client;
+    let mut messages: SmallVec<[(Message, u8); 8]> = SmallVec::new();
+    for (message, count) in &state.network {
+        let mine = match message {
+            Message::Request(request) => blank(request.from),
+            Message::Response(response) => blank(response.to),
+        };
+        if mine {
+            messages.push((erase_message(world, *message), *count));
+        }
+    }
+    messages.sort();
+    messages.hash(&mut hasher);
+    let mut jobs: SmallVec<[Job; 4]> = SmallVec::new();
+    for proc in &state.procs {
+        if let Proc::Busy(job) = proc {
+            if blank(job.request.from) {
+                jobs.push(Job {
+                    request: erase_request(world, job.request),
+                    ..*job
+                });
+            }
+        }
+    }
+    jobs.sort();
+    jobs.hash(&mut hasher);
+    for (key, record) in &state.store.records {
+        if blank(record.op) || (world.key_scope == KeyScope::PerClient && key.scope == client) {
+            (
+                key.value,
+                record.fingerprint,
+                record.body,
+                record.op.op,
+                record.status,
+            )
+                .hash(&mut hasher);
+        }
+    }
+    for (index, op) in state.store.payments.iter().enumerate() {
+        if blank(*op) {
+            (index, op.op).hash(&mut hasher);
+        }
+    }
+    for (op, key) in &state.store.provider_charges {
+        if blank(*op) {
+            (op.op, key.value).hash(&mut hasher);
+        }
+    }
+    for (op, payload) in &state.first_success {
+        if blank(*op) {
+            (op.op, payload).hash(&mut hasher);
+        }
+    }
+    hasher.finish()
+}
+
+fn erase_request(world: &World, request: Request) -> Request {
+    let key = match world.key_scope {
+        KeyScope::PerClient => Key {
+            scope: u8::MAX,
+            value: request.key.value,
+        },
+        KeyScope::Global => request.key,
+    };
+    Request {
+        from: OpRef {
+            client: u8::MAX,
+            op: request.from.op,
+        },
+        key,
+        ..request
+    }
+}
+
+fn erase_message(world: &World, message: Message) -> Message {
+    match message {
+        Message::Request(request) => Message::Request(erase_request(world, request)),
+        Message::Response(response) => Message::Response(Response {
+            to: OpRef {
+                client: u8::MAX,
+                op: response.to.op,
+            },
+            ..response
+        }),
+    }
+}
+
+impl World {
+    /// The canonical representative of `state` under client and process symmetry, and the relabelling used.
+    pub fn canonicalize(&self, state: &State) -> (State, Relabel) {
+        let clients = state.clients.len();
+        let mut client_order: SmallVec<[(u64, u8); 8]> = (0..clients as u8)
+            .map(|client| (client_signature(self, state, client), client))
+            .collect();
+        client_order.sort();
+        let mut client: SmallVec<[u8; 8]> = SmallVec::from_elem(0, clients);
+        for (new, (_, old)) in client_order.iter().enumerate() {
+            client[*old as usize] = new as u8;
+        }
+        let identity_procs: SmallVec<[u8; 8]> = (0..state.procs.len() as u8).collect();
+        let relabel_clients = Relabel {
+            client,
+            proc: identity_procs,
+        };
+        let relabelled = relabel_clients.state(self, state);
+        // Processes hold no identity anywhere else: sorting them is the whole relabelling.
+        let mut proc_order: SmallVec<[(Proc, u8); 8]> = relabelled
+            .procs
+            .iter()
+            .enumerate()
+            .map(|(index, proc)| (*proc, index as u8))
+            .collect();
+        proc_order.sort();
+        let mut proc: SmallVec<[u8; 8]> = SmallVec::from_elem(0, proc_order.len());
+        for (new, (_, old)) in proc_order.iter().enumerate() {
+            proc[*old as usize] = new as u8;
+        }
+        let mut canonical = relabelled;
+        canonical.procs = proc_order.iter().map(|(p, _)| *p).collect();
+        (
+            canonical,
+            Relabel {
+                client: relabel_clients.client,
+                proc,
+            },
+        )
+    }
+}
