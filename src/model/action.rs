@@ -27,6 +27,13 @@ pub enum Action {
     Fail { proc: u8 },
     /// Fault: a completed key's TTL runs out while its client may still retry.
     ExpireKey { key: Key },
+    /// Fault (queue worlds): the producer publishes the client's latest event again; `late`: after the broker's
+    /// dedup window; `restarted`: from a new producer session. The broker drops it or accepts a new message.
+    Republish {
+        client: u8,
+        late: bool,
+        restarted: bool,
+    },
     /// A lease on an in_progress record runs out. A fault ("pause") when its owner is alive, otherwise just time.
     ExpireLease { key: Key },
 }

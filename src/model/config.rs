@@ -47,6 +47,72 @@ pub enum OnError {
     KeepInProgress,
 }
 
+/// Who publishes the events of a queue world (DOMAIN.md section 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Producer {
+    /// An application that publishes and retries when its publish ack is lost.
+    Client,
+    /// A transactional outbox's relay: it publishes a committed outbox row, then marks it sent; a crash between the
+    /// two makes the restarted relay publish the row again (every republish follows a restart).
+    OutboxRelay,
+}
+
+/// Where the broker deduplicates what producers publish.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProducerDedup {
+    /// Every publish becomes a message (RabbitMQ, plain SQS, Kafka without the idempotent producer).
+    None,
+    /// By message id within a time window (SQS FIFO: 5 minutes; NATS JetStream: 2 minutes by default). A
+    /// republish that arrives after the window is a new message.
+    Window,
+    /// By producer session (Kafka's idempotent producer: PID + sequence). A producer restart ends the session.
+    Session,
+}
+
+/// Where the consumer records the event ids it has processed (the inbox), relative to the effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Inbox {
+    /// No inbox: every delivery is processed.
+    None,
+    /// The inbox row is inserted in the effect's transaction, under a unique key: the reliable design.
+    SameTransaction,
+    /// The effect commits first, the inbox row in a second transaction: a crash in between reprocesses.
+    AfterEffect,
+    /// The inbox row commits first, then the effect: a crash in between loses the effect (a redelivery finds the
+    /// row and acks).
+    BeforeEffect,
+}
+
+/// What the consumer's inbox is keyed by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DedupKey {
+    /// An id given when the event was created (the outbox's event_id, or order id + event type): the same for
+    /// every redelivery and every republished copy.
+    EventId,
+    /// The broker's position (a Kafka offset, an SQS message id): the same across redeliveries of one message,
+    /// different for a republished copy.
+    Offset,
+    /// The delivery (an SQS receipt handle, a delivery tag): different on every delivery.
+    DeliveryNumber,
+}
+
+/// The queue knobs (`[broker]` and `[consumer]` in a model file). In a queue world a client is a producer
+/// together with the broker's delivery loop for its event: an attempt is a delivery, a response is the consumer's
+/// ack, a timeout is a visibility timeout (an early one: the consumer was only slow), `max-attempts` is the
+/// broker's maximum receive count (then the dead-letter queue); server processes are consumers; a payment is
+/// the consumer's effect; a record is an inbox row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct QueueConfig {
+    pub producer: Producer,
+    pub producer_dedup: ProducerDedup,
+    pub inbox: Inbox,
+    pub dedup_key: DedupKey,
+}
+
 /// One logical operation a client performs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Operation {
@@ -85,10 +151,17 @@ pub struct Faults {
     pub handler_errors: u8,
     /// A completed key expires while its client may still retry (a TTL shorter than the retry window).
     pub key_expiries: u8,
+    /// Queue worlds: the producer publishes an event again (its publish ack was lost; for an outbox relay, it
+    /// crashed after publishing and before marking the row sent). The broker's producer dedup may drop it.
+    pub republishes: u8,
+    /// Queue worlds: a republish arrives after the broker's dedup window.
+    pub window_expiries: u8,
+    /// Queue worlds: the producer restarted before republishing, so its broker session is new.
+    pub producer_restarts: u8,
 }
 
 impl Faults {
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 12] = [
         "drop-requests",
         "drop-responses",
         "duplicate-requests",
@@ -98,9 +171,12 @@ impl Faults {
         "early-timeouts",
         "handler-errors",
         "key-expiries",
+        "republishes",
+        "window-expiries",
+        "producer-restarts",
     ];
 
-    pub fn as_array(&self) -> [u8; 9] {
+    pub fn as_array(&self) -> [u8; 12] {
         [
             self.drop_requests,
             self.drop_responses,
@@ -111,10 +187,13 @@ impl Faults {
             self.early_timeouts,
             self.handler_errors,
             self.key_expiries,
+            self.republishes,
+            self.window_expiries,
+            self.producer_restarts,
         ]
     }
 
-    pub fn from_array(values: [u8; 9]) -> Faults {
+    pub fn from_array(values: [u8; 12]) -> Faults {
         Faults {
             drop_requests: values[0],
             drop_responses: values[1],
@@ -125,6 +204,9 @@ impl Faults {
             early_timeouts: values[6],
             handler_errors: values[7],
             key_expiries: values[8],
+            republishes: values[9],
+            window_expiries: values[10],
+            producer_restarts: values[11],
         }
     }
 }
@@ -141,6 +223,8 @@ pub struct World {
     pub clients: ClientsConfig,
     pub processes: u8,
     pub faults: Faults,
+    /// A message-queue world (`[broker]`), or the HTTP world when absent.
+    pub queue: Option<QueueConfig>,
     /// Each distinct body as written (for timelines).
     pub bodies: Vec<String>,
     /// The semantic class of each body: bodies with equal normalised JSON share a class (the ghost notion of

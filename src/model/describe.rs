@@ -60,6 +60,9 @@ impl World {
         after: &State,
         events: Events,
     ) -> String {
+        if let Some(queue) = &self.queue {
+            return self.describe_queue(queue, before, action, after, events);
+        }
         let mut line = match *action {
             Action::Send { client } => {
                 let state = &after.clients[client as usize];
@@ -142,6 +145,9 @@ impl World {
                     "{} EXPIRES (its TTL is shorter than the client's retry window)",
                     key_name(key)
                 )
+            }
+            Action::Republish { client, .. } => {
+                format!("{} republishes (queue worlds only)", client_name(client))
             }
             Action::ExpireLease { key } => {
                 if events.has(Event::SlowOwner) {

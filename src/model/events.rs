@@ -50,10 +50,19 @@ pub enum Event {
     KeyExpired,
     /// The provider was called a second time for one operation.
     ProviderRetried,
+    /// Queue worlds: the broker accepted a republished event as a new message.
+    Republished,
+    /// Queue worlds: the broker's producer dedup (window or session) dropped a republished event.
+    ProducerDeduplicated,
+    /// Queue worlds: a consumer's inbox insert hit the unique key at commit (another consumer had committed the
+    /// event), so its transaction, effect included, rolled back.
+    InboxConflict,
+    /// Queue worlds: a consumer crashed after its effect committed and before it acked.
+    CrashBeforeAck,
 }
 
 impl Event {
-    pub const SCENARIOS: [Event; 15] = [
+    pub const SCENARIOS: [Event; 19] = [
         Event::CrashAfterClaim,
         Event::LostResponse,
         Event::LostRequest,
@@ -69,6 +78,10 @@ impl Event {
         Event::HandlerError,
         Event::KeyExpired,
         Event::ProviderRetried,
+        Event::Republished,
+        Event::ProducerDeduplicated,
+        Event::InboxConflict,
+        Event::CrashBeforeAck,
     ];
 
     /// The scenario's name in model files (`reached = [...]`).
@@ -89,6 +102,10 @@ impl Event {
             Event::HandlerError => "handler-error",
             Event::KeyExpired => "key-expired",
             Event::ProviderRetried => "provider-retried",
+            Event::Republished => "republished",
+            Event::ProducerDeduplicated => "producer-deduplicated",
+            Event::InboxConflict => "inbox-conflict",
+            Event::CrashBeforeAck => "crash-before-ack",
             _ => "",
         }
     }

@@ -9,17 +9,23 @@
 mod action;
 mod config;
 mod describe;
+mod describe_queue;
 mod events;
 mod properties;
+mod queue;
 mod sorted_map;
 mod state;
 mod step;
 mod symmetry;
 
 pub use action::Action;
-pub use config::{ClientsConfig, Faults, KeyScope, KeyStore, OnError, Operation, Provider, World};
+pub use config::{
+    ClientsConfig, DedupKey, Faults, Inbox, KeyScope, KeyStore, OnError, Operation, Producer,
+    ProducerDedup, Provider, QueueConfig, World,
+};
 pub use events::{Event, Events};
 pub use properties::{Property, PropertyKind};
+pub use queue::COPY_DELIVERY_BASE;
 pub use sorted_map::SortedMap;
 pub use state::{
     ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Proc, Record,

@@ -25,6 +25,14 @@ pub struct Request {
     pub attempt: u8,
     pub key: Key,
     pub body: u8,
+    /// Queue worlds: 0 for the message the producer first published, n for the n-th republished copy that the
+    /// broker accepted as a new message (a copy has no delivery loop of its own: its `attempt` is 0).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub copy: u8,
+}
+
+fn is_zero(value: &u8) -> bool {
+    *value == 0
 }
 
 /// A response on the wire. `payload` is the payment id (1-based effect number) it reports, if any.
@@ -79,6 +87,8 @@ pub struct ClientState {
     pub charged: u8,
     pub phase: ClientPhase,
     pub outcomes: SmallVec<[Outcome; 4]>,
+    /// Queue worlds: republished copies of this producer's events that the broker accepted.
+    pub copies: u8,
 }
 
 /// Where a server process is in the handler.
@@ -153,7 +163,7 @@ pub struct State {
     /// Ghost ledger of responses: the first success payload sent for each operation.
     pub first_success: SortedMap<OpRef, Option<u8>, 4>,
     /// Remaining fault budgets, in `Faults::NAMES` order.
-    pub budgets: [u8; 9],
+    pub budgets: [u8; 12],
 }
 
 impl State {

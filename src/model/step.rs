@@ -17,6 +17,9 @@ const PAUSES: usize = 5;
 const EARLY_TIMEOUTS: usize = 6;
 const HANDLER_ERRORS: usize = 7;
 const KEY_EXPIRIES: usize = 8;
+pub(super) const REPUBLISHES: usize = 9;
+pub(super) const WINDOW_EXPIRIES: usize = 10;
+pub(super) const PRODUCER_RESTARTS: usize = 11;
 
 impl World {
     pub fn init_state(&self) -> State {
@@ -29,6 +32,7 @@ impl World {
                     after_conflict: false,
                 },
                 outcomes: smallvec![Outcome::Pending; self.clients.operations.len()],
+                copies: 0,
             })
             .collect();
         State {
@@ -43,6 +47,9 @@ impl World {
 
     /// The key client `client` sends for attempt `attempt` (1-based) of operation `op`.
     pub fn key_for(&self, client: u8, op: u8, attempt: u8) -> Key {
+        if let Some(queue) = &self.queue {
+            return self.queue_key(queue, client, op, attempt, 0);
+        }
         let base = self.clients.operations[op as usize].key;
         let value = match self.clients.key_policy {
             KeyPolicy::PerOperation => base,
@@ -134,6 +141,9 @@ impl World {
                 }
             }
         }
+        if let Some(queue) = &self.queue {
+            self.queue_actions(queue, state, out);
+        }
         if self.protocol.lease.is_some() {
             for (key, record) in &state.store.records {
                 if let RecordStatus::InProgress {
@@ -156,7 +166,8 @@ impl World {
             | Action::Duplicate { .. }
             | Action::Crash { .. }
             | Action::Fail { .. }
-            | Action::ExpireKey { .. } => true,
+            | Action::ExpireKey { .. }
+            | Action::Republish { .. } => true,
             Action::Timeout { client } => attempt_alive(state, *client),
             Action::ExpireLease { key } => {
                 match state.store.records.get(key).map(|record| record.status) {
@@ -263,8 +274,20 @@ impl World {
                     if job.token.is_some() && !matches!(job.step, JobStep::Respond { .. }) {
                         events.add(Event::CrashAfterClaim);
                     }
+                    if self.queue.is_some() {
+                        self.queue_crash(&mut next, &job, &mut events);
+                    }
                 }
                 next.procs[proc as usize] = Proc::Idle;
+            }
+            Action::Republish {
+                client,
+                late,
+                restarted,
+            } => {
+                if let Some(queue) = &self.queue {
+                    self.republish(queue, &mut next, client, late, restarted, &mut events);
+                }
             }
             Action::Fail { proc } => {
                 next.budgets[HANDLER_ERRORS] -= 1;
@@ -311,6 +334,7 @@ impl World {
             attempt,
             key: self.key_for(client, op, attempt),
             body: self.clients.operations[op as usize].body,
+            copy: 0,
         };
         *state.network.get_or_insert(Message::Request(request), 0) += 1;
     }
@@ -375,6 +399,11 @@ impl World {
         let Proc::Busy(mut job) = state.procs[proc as usize] else {
             return;
         };
+        if let Some(queue) = &self.queue {
+            if self.run_queue_step(queue, state, proc, job, events) {
+                return;
+            }
+        }
         let request = job.request;
         match job.step {
             JobStep::Claim => {
@@ -586,7 +615,7 @@ impl World {
     }
 
     /// The step after a successful claim.
-    fn first_work_step(&self) -> JobStep {
+    pub(super) fn first_work_step(&self) -> JobStep {
         match self.provider {
             Provider::None => JobStep::Effect,
             _ => JobStep::Provider,
@@ -645,7 +674,7 @@ impl World {
     }
 
     /// Send a response, check it against the ghost ledger, and free the process.
-    fn respond(
+    pub(super) fn respond(
         &self,
         state: &mut State,
         proc: u8,

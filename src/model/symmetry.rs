@@ -142,6 +142,15 @@ impl Relabel {
             Action::ExpireLease { key } => Action::ExpireLease {
                 key: self.key(world, key),
             },
+            Action::Republish {
+                client,
+                late,
+                restarted,
+            } => Action::Republish {
+                client: self.client(client),
+                late,
+                restarted,
+            },
         }
     }
 

@@ -79,6 +79,9 @@ pub struct DriveReport {
 /// database as the effect and make no external provider call.
 pub fn unsupported(world: &World) -> Option<String> {
     use crate::model::{KeyStore as ModelKeyStore, Provider};
+    if world.queue.is_some() {
+        return Some("a message-queue world (broker and consumer inbox)".to_string());
+    }
     if world.key_store != ModelKeyStore::SameDatabase {
         return Some(format!("key store {:?}", world.key_store));
     }
@@ -247,6 +250,11 @@ impl<'a> Driver<'a> {
                     .expire_key(&client_id, &key_text)
                     .map_err(store_error)?;
                 format!("TTL reaper deletes completed key {client_id}/{key_text}")
+            }
+            Action::Republish { .. } => {
+                return Err(diverged(
+                    "real stores do not model a broker or a producer".into(),
+                ))
             }
             Action::Send { .. }
             | Action::Timeout { .. }

@@ -7,6 +7,7 @@
 //! - [`aws`]: the AWS "Exponential Backoff And Jitter" world and its sweep.
 
 pub mod aws;
+pub mod dedup_window;
 pub mod kernel;
 pub mod stats;
 

@@ -7,8 +7,10 @@ mod raw;
 pub use error::{field_at, line_column, SpecError};
 
 use crate::check::Verdict;
-use crate::model::{ClientsConfig, Event, Operation, Property, World};
-use crate::protocol::{self, Lease, ProtocolConfig};
+use crate::model::{
+    ClientsConfig, Event, Operation, Property, Provider, QueueConfig, World, COPY_DELIVERY_BASE,
+};
+use crate::protocol::{self, KeyPolicy, Lease, ProtocolConfig};
 use raw::{RawModel, RawOperation};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -107,8 +109,30 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
         SpecError::at(file, text, spanned_start, field, message)
     };
 
+    // Queue models take their consumer from [consumer]; [protocol] describes the HTTP server.
+    if let (Some(_), Some(protocol)) = (&raw.broker, &raw.protocol) {
+        return Err(fail(
+            protocol.span().start,
+            "protocol",
+            "a queue model ([broker]) configures its consumer in [consumer], not [protocol]",
+        ));
+    }
+    if let (None, Some(consumer)) = (&raw.broker, &raw.consumer) {
+        return Err(fail(
+            consumer.span().start,
+            "consumer",
+            "[consumer] belongs to a queue model: add a [broker] table",
+        ));
+    }
+    let raw_protocol = raw
+        .protocol
+        .as_ref()
+        .map(|protocol| protocol.get_ref())
+        .cloned()
+        .unwrap_or_default();
+
     // Protocol.
-    let lease = match &raw.protocol.lease_ms {
+    let lease = match &raw_protocol.lease_ms {
         None => Lease::None,
         Some(ms) if *ms.get_ref() == 0 => {
             return Err(fail(
@@ -119,13 +143,11 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
         }
         Some(ms) => Lease::Ms(*ms.get_ref()),
     };
-    let fencing = raw
-        .protocol
+    let fencing = raw_protocol
         .fencing
         .as_ref()
         .is_some_and(|fencing| *fencing.get_ref());
-    if let Some(spanned) = raw
-        .protocol
+    if let Some(spanned) = raw_protocol
         .fencing
         .as_ref()
         .filter(|_| fencing && lease == Lease::None)
@@ -137,10 +159,10 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
         ));
     }
     let protocol_config = ProtocolConfig {
-        claim: raw.protocol.claim.claim(),
+        claim: raw_protocol.claim.claim(),
         lease,
         fencing,
-        fingerprint: raw.protocol.fingerprint,
+        fingerprint: raw_protocol.fingerprint,
     };
 
     // Clients and their operations.
@@ -214,12 +236,24 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
     let processes = positive(&raw.servers.processes, "servers.processes", 4)
         .map_err(|(at, field, message)| fail(at, field, &message))?;
 
+    let queue = queue_config(&raw, max_attempts).map_err(|(at, field, message)| {
+        at.map_or_else(
+            || SpecError::whole_file(file, field, &message),
+            |at| fail(at, field, &message),
+        )
+    })?;
+    let provider = match (&raw.consumer, queue) {
+        (Some(consumer), _) => consumer.get_ref().external_effect,
+        (None, Some(_)) => Provider::None,
+        (None, None) => raw_protocol.provider,
+    };
+
     let world = World {
         protocol: protocol_config,
-        key_scope: raw.protocol.key_scope,
-        key_store: raw.protocol.key_store,
-        provider: raw.protocol.provider,
-        on_error: raw.protocol.on_error,
+        key_scope: raw_protocol.key_scope,
+        key_store: raw_protocol.key_store,
+        provider,
+        on_error: raw_protocol.on_error,
         clients: ClientsConfig {
             count,
             max_attempts,
@@ -228,6 +262,7 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
         },
         processes,
         faults: raw.faults,
+        queue,
         bodies,
         fingerprints: World::intern_fingerprints(&prints),
         body_classes,
@@ -282,6 +317,79 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
             max_depth: raw.limits.max_depth,
         },
     })
+}
+
+/// A validation failure: where (when known), the field, the message.
+type Invalid = (Option<usize>, &'static str, String);
+
+/// The queue knobs, validated against the rest of the file; `None` without a `[broker]` table.
+fn queue_config(raw: &RawModel, max_attempts: u8) -> Result<Option<QueueConfig>, Invalid> {
+    let queue_faults = [
+        ("faults.republishes", raw.faults.republishes),
+        ("faults.window-expiries", raw.faults.window_expiries),
+        ("faults.producer-restarts", raw.faults.producer_restarts),
+    ];
+    let Some(broker) = &raw.broker else {
+        if let Some((field, _)) = queue_faults.iter().find(|(_, budget)| *budget > 0) {
+            return Err((
+                None,
+                field,
+                "only a queue model ([broker]) republishes events".to_string(),
+            ));
+        }
+        return Ok(None);
+    };
+    if broker.get_ref().dedup_window_ms == Some(0) {
+        return Err((
+            Some(broker.span().start),
+            "broker.dedup-window-ms",
+            "must be at least 1 (omit it when the broker has no window)".to_string(),
+        ));
+    }
+    let consumer = raw
+        .consumer
+        .as_ref()
+        .map(|consumer| consumer.get_ref())
+        .cloned()
+        .unwrap_or_default();
+    if raw.clients.key_policy != KeyPolicy::PerOperation {
+        return Err((
+            None,
+            "clients.key-policy",
+            "a queue model keys its inbox by consumer.dedup-key (\"delivery-number\" is the per-attempt key)"
+                .to_string(),
+        ));
+    }
+    if max_attempts >= COPY_DELIVERY_BASE {
+        return Err((
+            Some(raw.clients.max_attempts.span().start),
+            "clients.max-attempts",
+            format!(
+                "a queue model allows at most {} deliveries (the broker's maximum receive count)",
+                COPY_DELIVERY_BASE - 1
+            ),
+        ));
+    }
+    if raw.faults.handler_errors > 0 {
+        return Err((
+            None,
+            "faults.handler-errors",
+            "a queue model's consumer does not fail with a 500; use crashes".to_string(),
+        ));
+    }
+    if raw.faults.republishes > 4 {
+        return Err((
+            None,
+            "faults.republishes",
+            "at most 4 republishes".to_string(),
+        ));
+    }
+    Ok(Some(QueueConfig {
+        producer: broker.get_ref().producer,
+        producer_dedup: broker.get_ref().producer_dedup,
+        inbox: consumer.inbox,
+        dedup_key: consumer.dedup_key,
+    }))
 }
 
 /// A count that must be between 1 and `max`.

@@ -2,7 +2,9 @@
 //! error that lists the valid ones.
 
 use crate::check::Verdict;
-use crate::model::{Faults, KeyScope, KeyStore, OnError, Provider};
+use crate::model::{
+    DedupKey, Faults, Inbox, KeyScope, KeyStore, OnError, Producer, ProducerDedup, Provider,
+};
 use crate::protocol::{Claim, FingerprintPolicy, KeyPolicy};
 use serde::Deserialize;
 use toml::Spanned;
@@ -12,8 +14,11 @@ use toml::Spanned;
 pub struct RawModel {
     pub description: String,
     pub source: Option<String>,
-    #[serde(default)]
-    pub protocol: RawProtocol,
+    /// Absent in a queue model (its consumer is `[consumer]`).
+    pub protocol: Option<Spanned<RawProtocol>>,
+    /// Present: a message-queue model (DOMAIN.md section 5).
+    pub broker: Option<Spanned<RawBroker>>,
+    pub consumer: Option<Spanned<RawConsumer>>,
     pub clients: RawClients,
     #[serde(default)]
     pub servers: RawServers,
@@ -43,7 +48,7 @@ impl RawClaim {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawProtocol {
     #[serde(default = "default_claim")]
@@ -61,6 +66,56 @@ pub struct RawProtocol {
     pub provider: Provider,
     #[serde(default = "default_on_error")]
     pub on_error: OnError,
+}
+
+/// `[broker]`: who publishes, and the broker's producer dedup.
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawBroker {
+    #[serde(default = "default_producer")]
+    pub producer: Producer,
+    #[serde(default = "default_producer_dedup")]
+    pub producer_dedup: ProducerDedup,
+    /// For the reader (SQS FIFO: 300000; NATS JetStream: 120000): the model's time is abstract, a republish
+    /// after the window is the `window-expiries` fault.
+    pub dedup_window_ms: Option<u64>,
+}
+
+fn default_producer() -> Producer {
+    Producer::Client
+}
+fn default_producer_dedup() -> ProducerDedup {
+    ProducerDedup::None
+}
+
+/// `[consumer]`: where the inbox row is written, what it is keyed by, and an external effect.
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawConsumer {
+    #[serde(default = "default_inbox")]
+    pub inbox: Inbox,
+    #[serde(default = "default_dedup_key")]
+    pub dedup_key: DedupKey,
+    /// An external call (an e-mail, a provider) made while processing, which no transaction rolls back.
+    #[serde(default = "default_provider")]
+    pub external_effect: Provider,
+}
+
+impl Default for RawConsumer {
+    fn default() -> Self {
+        RawConsumer {
+            inbox: default_inbox(),
+            dedup_key: default_dedup_key(),
+            external_effect: default_provider(),
+        }
+    }
+}
+
+fn default_inbox() -> Inbox {
+    Inbox::SameTransaction
+}
+fn default_dedup_key() -> DedupKey {
+    DedupKey::EventId
 }
 
 fn default_key_store() -> KeyStore {

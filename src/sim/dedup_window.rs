@@ -1,0 +1,280 @@
+//! The dedup-window experiment (DOMAIN.md section 5): how often one event takes effect twice when its producer
+//! publishes it again after a delay, for each place the dedup can live.
+//!
+//! One run is one event. The producer publishes it; then it publishes it again after a delay `D` (its publish
+//! ack was lost and it retries in the same session, or it restarted and republishes from a new session).
+//! `D = ratio * window * U(0.5, 1.5)`: the nominal delay relative to the broker's dedup window, with jitter. The
+//! broker forwards the copy as a new message unless its producer dedup recognises it. The consumer receives each
+//! message at least once: it crashes during a delivery with probability `crash_probability` (at a uniformly
+//! chosen step boundary of its handler) and an ack is lost with probability `ack_loss_probability`; either way the
+//! broker redelivers, up to `max_receives` deliveries. Copies arrive long after the original was handled (the
+//! delays are seconds to hours, handling takes milliseconds), so messages are handled one after the other.
+//!
+//! The outcome is whether the event took effect at least twice. Everything is drawn from one ChaCha8 stream per
+//! run, `run_rng(seed, stream)`, so a cell's estimate depends only on the seed.
+
+use super::kernel::run_rng;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// Why the producer publishes the event a second time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Cause {
+    /// Its publish ack was lost; it retries within the same session.
+    Retry,
+    /// It restarted (or an outbox relay crashed before marking the row): a new session.
+    Restart,
+}
+
+impl Cause {
+    pub const ALL: [Cause; 2] = [Cause::Retry, Cause::Restart];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Retry => "retry",
+            Cause::Restart => "restart",
+        }
+    }
+}
+
+/// Where the dedup lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Place {
+    /// Nowhere.
+    None,
+    /// At the broker, by message id within a window (SQS FIFO, NATS JetStream); no consumer inbox.
+    BrokerWindow,
+    /// At the broker, by producer session (Kafka's idempotent producer); no consumer inbox.
+    BrokerSession,
+    /// A consumer inbox keyed by the broker offset, in the effect's transaction.
+    InboxOffset,
+    /// A consumer inbox keyed by event id, written in a second transaction after the effect.
+    InboxAfterEffect,
+    /// A consumer inbox keyed by event id, in the effect's transaction.
+    InboxSameTransaction,
+}
+
+impl Place {
+    pub const ALL: [Place; 6] = [
+        Place::None,
+        Place::BrokerWindow,
+        Place::BrokerSession,
+        Place::InboxOffset,
+        Place::InboxAfterEffect,
+        Place::InboxSameTransaction,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Place::None => "none",
+            Place::BrokerWindow => "broker-window",
+            Place::BrokerSession => "broker-session",
+            Place::InboxOffset => "inbox-by-offset",
+            Place::InboxAfterEffect => "inbox-after-effect",
+            Place::InboxSameTransaction => "inbox-same-transaction",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Place::None => "no dedup",
+            Place::BrokerWindow => "broker window (message id)",
+            Place::BrokerSession => "broker session (Kafka)",
+            Place::InboxOffset => "inbox keyed by offset",
+            Place::InboxAfterEffect => "inbox after the effect",
+            Place::InboxSameTransaction => "inbox in effect's txn",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub seed: u64,
+    pub runs: u32,
+    /// The broker's dedup window (SQS FIFO: 300 s; NATS JetStream default: 120 s).
+    pub window_ms: f64,
+    /// Nominal republish delays relative to the window, ascending.
+    pub ratios: Vec<f64>,
+    pub crash_probability: f64,
+    pub ack_loss_probability: f64,
+    pub max_receives: u32,
+}
+
+impl Config {
+    pub fn default_ratios() -> Vec<f64> {
+        vec![
+            0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.85, 1.0, 1.15, 1.3, 1.5, 2.0, 3.0, 5.0, 10.0,
+        ]
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            seed: 5,
+            runs: 4000,
+            window_ms: 300_000.0,
+            ratios: Config::default_ratios(),
+            crash_probability: 0.05,
+            ack_loss_probability: 0.05,
+            max_receives: 5,
+        }
+    }
+}
+
+/// One (cause, place, ratio) cell.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    pub cause: Cause,
+    pub place: Place,
+    pub ratio: f64,
+    pub runs: u32,
+    pub duplicates: u32,
+    /// Runs in which the broker forwarded the republished copy as a new message.
+    pub copies_forwarded: u32,
+}
+
+impl Cell {
+    pub fn probability(&self) -> f64 {
+        f64::from(self.duplicates) / f64::from(self.runs)
+    }
+
+    /// The Wilson score interval at 95% (sound at 0 and 1, where a normal interval collapses to a point).
+    pub fn wilson_95(&self) -> (f64, f64) {
+        let z = 1.959_964;
+        let n = f64::from(self.runs);
+        let p = self.probability();
+        let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+        let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+        ((centre - half).max(0.0), (centre + half).min(1.0))
+    }
+}
+
+/// Whether the broker forwards the republished copy as a new message.
+fn broker_forwards(place: Place, cause: Cause, delay_ms: f64, window_ms: f64) -> bool {
+    match place {
+        // Keyed by message id, whoever sends it: only time lets a copy through.
+        Place::BrokerWindow => delay_ms > window_ms,
+        // Keyed by (producer id, sequence), however late: only a new producer id lets a copy through.
+        Place::BrokerSession => cause == Cause::Restart,
+        _ => true,
+    }
+}
+
+/// What the consumer's database holds for the event.
+#[derive(Default)]
+struct Consumer {
+    effects: u32,
+    /// Inbox rows (keys: an offset, or the event id).
+    rows: Vec<u32>,
+}
+
+/// The inbox key for the event id (offsets are small numbers).
+const EVENT_ID: u32 = u32::MAX;
+
+/// Handle one broker message (`offset`) until it is acked or its receives run out.
+fn handle_message(
+    place: Place,
+    offset: u32,
+    config: &Config,
+    consumer: &mut Consumer,
+    rng: &mut ChaCha8Rng,
+) {
+    let key = match place {
+        Place::InboxOffset => Some(offset),
+        Place::InboxAfterEffect | Place::InboxSameTransaction => Some(EVENT_ID),
+        _ => None,
+    };
+    // The handler's commits in order: the effect (with the inbox row when they share a transaction), then, for
+    // an inbox after the effect, the row alone.
+    let commits: usize = if place == Place::InboxAfterEffect {
+        2
+    } else {
+        1
+    };
+    for _ in 0..config.max_receives {
+        if key.is_some_and(|key| consumer.rows.contains(&key)) {
+            // Already processed: ack without processing (a lost ack only means one more such delivery).
+            if rng.random::<f64>() >= config.ack_loss_probability {
+                return;
+            }
+            continue;
+        }
+        // A crash stops the handler at a uniformly chosen boundary: before any commit, between, or before the ack.
+        let crashed_after = if rng.random::<f64>() < config.crash_probability {
+            Some(rng.random_range(0..=commits))
+        } else {
+            None
+        };
+        let done = crashed_after.unwrap_or(commits);
+        for commit in 0..done {
+            if commit == 0 {
+                consumer.effects += 1;
+            }
+            let writes_row = match place {
+                Place::InboxAfterEffect => commit == 1,
+                _ => commit == 0,
+            };
+            if let (Some(key), true) = (key, writes_row) {
+                consumer.rows.push(key);
+            }
+        }
+        if crashed_after.is_some() {
+            continue;
+        }
+        if rng.random::<f64>() >= config.ack_loss_probability {
+            return;
+        }
+    }
+}
+
+/// One run: whether the event took effect at least twice, and whether the broker forwarded the copy.
+pub fn run_once(
+    cause: Cause,
+    place: Place,
+    ratio: f64,
+    config: &Config,
+    rng: &mut ChaCha8Rng,
+) -> (bool, bool) {
+    let jitter = rng.random_range(0.5..1.5);
+    let delay_ms = ratio * config.window_ms * jitter;
+    let mut consumer = Consumer::default();
+    handle_message(place, 0, config, &mut consumer, rng);
+    let forwarded = broker_forwards(place, cause, delay_ms, config.window_ms);
+    if forwarded {
+        handle_message(place, 1, config, &mut consumer, rng);
+    }
+    (consumer.effects >= 2, forwarded)
+}
+
+/// Every cell, in (cause, place, ratio) order. Cell `i`'s runs use streams `i * runs ..`, so every run has its
+/// own stream and no result depends on evaluation order.
+pub fn sweep(config: &Config) -> Vec<Cell> {
+    let mut cells = Vec::new();
+    let mut index: u64 = 0;
+    for cause in Cause::ALL {
+        for place in Place::ALL {
+            for &ratio in &config.ratios {
+                let mut duplicates = 0;
+                let mut copies_forwarded = 0;
+                for run in 0..config.runs {
+                    let stream = index * u64::from(config.runs) + u64::from(run);
+                    let mut rng = run_rng(config.seed, stream);
+                    let (duplicate, forwarded) = run_once(cause, place, ratio, config, &mut rng);
+                    duplicates += u32::from(duplicate);
+                    copies_forwarded += u32::from(forwarded);
+                }
+                cells.push(Cell {
+                    cause,
+                    place,
+                    ratio,
+                    runs: config.runs,
+                    duplicates,
+                    copies_forwarded,
+                });
+                index += 1;
+            }
+        }
+    }
+    cells
+}
