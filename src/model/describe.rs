@@ -1,7 +1,7 @@
 //! Timeline text: one line a person can follow for each transition of a counterexample.
 
 use super::action::Action;
-use super::config::World;
+use super::config::{KeyScope, Provider, World};
 use super::events::{Event, Events};
 use super::state::*;
 
@@ -15,19 +15,6 @@ fn proc_name(proc: u8) -> String {
 
 fn op_name(op: OpRef) -> String {
     format!("C{}.op{}", op.client + 1, op.op + 1)
-}
-
-fn key_name(key: Key) -> String {
-    format!("key k{} of C{}", key.value, key.scope + 1)
-}
-
-fn request_name(request: &Request) -> String {
-    format!(
-        "{} attempt {} ({})",
-        op_name(request.from),
-        request.attempt,
-        key_name(request.key)
-    )
 }
 
 fn response_name(response: &Response) -> String {
@@ -44,10 +31,28 @@ fn response_name(response: &Response) -> String {
     )
 }
 
-fn message_name(message: &Message) -> String {
-    match message {
-        Message::Request(request) => format!("request {}", request_name(request)),
-        Message::Response(response) => format!("response {}", response_name(response)),
+impl World {
+    fn key_name(&self, key: Key) -> String {
+        match self.key_scope {
+            KeyScope::PerClient => format!("key k{} of C{}", key.value, key.scope + 1),
+            KeyScope::Global => format!("global key k{}", key.value),
+        }
+    }
+
+    fn request_name(&self, request: &Request) -> String {
+        format!(
+            "{} attempt {} ({})",
+            op_name(request.from),
+            request.attempt,
+            self.key_name(request.key)
+        )
+    }
+
+    fn message_name(&self, message: &Message) -> String {
+        match message {
+            Message::Request(request) => format!("request {}", self.request_name(request)),
+            Message::Response(response) => format!("response {}", response_name(response)),
+        }
     }
 }
 
@@ -77,7 +82,7 @@ impl World {
                     client_name(client),
                     op_name(op),
                     state.attempts,
-                    key_name(key),
+                    self.key_name(key),
                     body
                 )
             }
@@ -104,7 +109,7 @@ impl World {
             Action::DeliverRequest { request, proc } => {
                 format!(
                     "network delivers {} to {}",
-                    request_name(&request),
+                    self.request_name(&request),
                     proc_name(proc)
                 )
             }
@@ -119,15 +124,18 @@ impl World {
                 )
             }
             Action::Step { proc } => self.describe_step(before, after, proc, events),
-            Action::Drop { message } => format!("network LOSES {}", message_name(&message)),
+            Action::Drop { message } => format!("network LOSES {}", self.message_name(&message)),
             Action::Duplicate { message } => {
-                format!("network DUPLICATES {}", message_name(&message))
+                format!("network DUPLICATES {}", self.message_name(&message))
             }
             Action::Crash { proc } => {
                 let what = match before.procs[proc as usize] {
                     Proc::Busy(job) => match job.step {
                         JobStep::Commit => {
                             " before committing (the open transaction with the payment is lost)"
+                        }
+                        JobStep::Effect if self.provider != Provider::None => {
+                            " after the provider call, before the payment transaction"
                         }
                         JobStep::Effect => " right after the claim (nothing else written)",
                         JobStep::Respond { .. } => " after committing, before answering",
@@ -143,7 +151,7 @@ impl World {
             Action::ExpireKey { key } => {
                 format!(
                     "{} EXPIRES (its TTL is shorter than the client's retry window)",
-                    key_name(key)
+                    self.key_name(key)
                 )
             }
             Action::Republish { client, .. } => {
@@ -153,10 +161,13 @@ impl World {
                 if events.has(Event::SlowOwner) {
                     format!(
                         "lease on {} EXPIRES while its owner is only paused",
-                        key_name(key)
+                        self.key_name(key)
                     )
                 } else {
-                    format!("lease on {} expires (its owner is gone)", key_name(key))
+                    format!(
+                        "lease on {} expires (its owner is gone)",
+                        self.key_name(key)
+                    )
                 }
             }
         };
@@ -199,7 +210,7 @@ impl World {
             return format!("{} has nothing to do", proc_name(proc));
         };
         let who = proc_name(proc);
-        let key = key_name(job.request.key);
+        let key = self.key_name(job.request.key);
         let sent = |after: &State, code: u16| -> String {
             after
                 .network
