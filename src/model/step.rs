@@ -427,11 +427,7 @@ impl World {
                     }
                     Decision::Replay((stored_code, payload)) => {
                         events.add(Event::Replay);
-                        let code = if status::is_success(stored_code) {
-                            status::OK_REPLAY
-                        } else {
-                            stored_code
-                        };
+                        let code = status::replay_status(stored_code);
                         self.respond(state, proc, &request, code, payload, events);
                     }
                     Decision::InProgress => {
