@@ -2,27 +2,13 @@
 //! designs that hold, the broken twin (one knob turned) is caught.
 
 use retrylab::check::{explore, BfsOptions, Verdict};
-use retrylab::model::{Event, Property, World};
+use retrylab::model::{Event, Property};
 use retrylab::protocol::Claim;
-use retrylab::spec::{load_model, model_files, Model};
+use retrylab::spec::{load_model, model_files};
 use std::path::Path;
 
-fn options(model: &Model) -> BfsOptions {
-    BfsOptions {
-        max_states: model.limits.max_states,
-        max_depth: model.limits.max_depth,
-        ..BfsOptions::default()
-    }
-}
-
-fn load(name: &str) -> Model {
-    load_model(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("models")
-            .join(name),
-    )
-    .expect("model parses")
-}
+mod model_support;
+use model_support::*;
 
 #[test]
 fn every_model_gets_its_declared_verdicts_and_reaches_its_scenarios() {
@@ -67,19 +53,6 @@ fn every_model_gets_its_declared_verdicts_and_reaches_its_scenarios() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
-fn verdict(world: &World, property: Property) -> Verdict {
-    explore(world, &BfsOptions::default(), &mut |_, _| {}).verdicts[&property]
-}
-
-/// The broken twin: stop at its first violation (the full space is not needed to show a bug).
-fn twin_verdict(world: &World, property: Property) -> Verdict {
-    let options = BfsOptions {
-        stop_on: Some(property),
-        ..BfsOptions::default()
-    };
-    explore(world, &options, &mut |_, _| {}).verdicts[&property]
 }
 
 #[test]

@@ -2,31 +2,12 @@
 //! inbox row is written, what it is keyed by, the producer dedup, the external call's key) breaks the property the
 //! knob protects. Plus the queue knobs' validation errors.
 
-use retrylab::check::{explore, BfsOptions, Verdict};
+use retrylab::check::Verdict;
 use retrylab::model::{DedupKey, Inbox, ProducerDedup, Property, Provider, World};
-use retrylab::spec::{load_model, parse_model, Model};
-use std::path::Path;
+use retrylab::spec::parse_model;
 
-fn load(name: &str) -> Model {
-    load_model(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("models")
-            .join(name),
-    )
-    .expect("model parses")
-}
-
-fn verdict(world: &World, property: Property) -> Verdict {
-    explore(world, &BfsOptions::default(), &mut |_, _| {}).verdicts[&property]
-}
-
-fn twin_verdict(world: &World, property: Property) -> Verdict {
-    let options = BfsOptions {
-        stop_on: Some(property),
-        ..BfsOptions::default()
-    };
-    explore(world, &options, &mut |_, _| {}).verdicts[&property]
-}
+mod model_support;
+use model_support::*;
 
 fn with_queue(world: &World, change: impl Fn(&mut retrylab::model::QueueConfig)) -> World {
     let mut twin = world.clone();

@@ -52,23 +52,24 @@ pub fn run(args: &CheckArgs) -> i32 {
             output::compare(model, &report.verdicts, report.reached, false);
         all_match &= comparison.matches;
 
-        let mut traces = BTreeMap::new();
-        let mut timelines = Vec::new();
-        for (property, actions) in &report.counterexamples {
-            match output::save_trace(&args.traces, model, *property, actions, "bfs", None) {
-                Ok((trace, path)) => {
-                    traces.insert(*property, path.display().to_string());
-                    let unexpected = comparison.mismatched.contains(property);
-                    if args.verbose || unexpected {
-                        timelines.push((*property, trace));
-                    }
-                }
-                Err(message) => {
-                    eprintln!("error: {message}");
-                    return super::EXIT_BAD_INPUT;
-                }
+        let saved = output::save_traces(
+            &args.traces,
+            model,
+            report
+                .counterexamples
+                .iter()
+                .map(|(property, actions)| (*property, None, actions.as_slice())),
+            "bfs",
+            args.verbose,
+            &comparison.mismatched,
+        );
+        let (traces, timelines) = match saved {
+            Ok(saved) => (saved.paths, saved.timelines),
+            Err(message) => {
+                eprintln!("error: {message}");
+                return super::EXIT_BAD_INPUT;
             }
-        }
+        };
         let lengths: BTreeMap<Property, usize> = report
             .counterexamples
             .iter()

@@ -119,6 +119,34 @@ pub fn save_trace(
     Ok((trace, path))
 }
 
+/// Where each property's trace went, and the timelines to print.
+pub struct SavedTraces {
+    pub paths: BTreeMap<Property, String>,
+    pub timelines: Vec<(Property, Trace)>,
+}
+
+/// Save every counterexample of a run as a trace. Returns each property's trace path and the timelines to print
+/// (all with `verbose`, otherwise only those of unexpected verdicts).
+pub fn save_traces<'a>(
+    traces: &Path,
+    model: &Model,
+    counterexamples: impl Iterator<Item = (Property, Option<u64>, &'a [Action])>,
+    found_by: &str,
+    verbose: bool,
+    mismatched: &[Property],
+) -> Result<SavedTraces, String> {
+    let mut paths = BTreeMap::new();
+    let mut timelines = Vec::new();
+    for (property, seed, actions) in counterexamples {
+        let (trace, path) = save_trace(traces, model, property, actions, found_by, seed)?;
+        paths.insert(property, path.display().to_string());
+        if verbose || mismatched.contains(&property) {
+            timelines.push((property, trace));
+        }
+    }
+    Ok(SavedTraces { paths, timelines })
+}
+
 pub fn verdict_map(verdicts: &BTreeMap<Property, Verdict>) -> Value {
     Value::Object(
         verdicts

@@ -45,31 +45,29 @@ pub fn run(args: &SimulateArgs) -> i32 {
         }
         let comparison = output::compare(model, &report.verdicts, report.reached, true);
         all_match &= comparison.matches;
-        let mut traces = BTreeMap::new();
-        let mut seeds = BTreeMap::new();
-        let mut timelines = Vec::new();
-        for (property, (seed, actions)) in &report.counterexamples {
-            match output::save_trace(
-                &traces_dir,
-                model,
-                *property,
-                actions,
-                "random-walk",
-                Some(*seed),
-            ) {
-                Ok((trace, path)) => {
-                    traces.insert(*property, path.display().to_string());
-                    seeds.insert(*property, *seed);
-                    if args.verbose || comparison.mismatched.contains(property) {
-                        timelines.push((*property, trace));
-                    }
-                }
-                Err(message) => {
-                    eprintln!("error: {message}");
-                    return super::EXIT_BAD_INPUT;
-                }
+        let seeds: BTreeMap<Property, u64> = report
+            .counterexamples
+            .iter()
+            .map(|(property, (seed, _))| (*property, *seed))
+            .collect();
+        let saved = output::save_traces(
+            &traces_dir,
+            model,
+            report
+                .counterexamples
+                .iter()
+                .map(|(property, (seed, actions))| (*property, Some(*seed), actions.as_slice())),
+            "random-walk",
+            args.verbose,
+            &comparison.mismatched,
+        );
+        let (traces, timelines) = match saved {
+            Ok(saved) => (saved.paths, saved.timelines),
+            Err(message) => {
+                eprintln!("error: {message}");
+                return super::EXIT_BAD_INPUT;
             }
-        }
+        };
         let lengths: BTreeMap<Property, usize> = report
             .counterexamples
             .iter()
