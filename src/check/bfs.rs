@@ -1,13 +1,17 @@
-//! Exhaustive breadth-first search. Level by level: each level's states are expanded in parallel (rayon), then
-//! merged in their original order, so the result (state numbering, counterexamples) is the same whatever the
-//! thread count. Breadth-first order makes every counterexample a shortest one.
+//! Exhaustive breadth-first search. Level by level, in rounds of a few thousand states: a round's states are
+//! expanded in parallel (rayon), its new successors are inserted into the sharded visited set in parallel (one
+//! task per shard, in search order), and the round is merged in its original order. The result (state numbering,
+//! counterexamples) is therefore the same whatever the thread count. Breadth-first order makes every
+//! counterexample a shortest one.
 
-use super::fingerprint::{state_fingerprint, FingerprintSet};
+use super::fingerprint::packed_fingerprint;
 use super::path::{rebuild_path, rebuild_path_reduced};
+use super::visited::{shard_of, Visited, SHARDS};
 use super::Verdict;
-use crate::model::{Action, Event, Events, Property, PropertyKind, State, World};
+use crate::model::{pack, unpack, Action, Event, Events, Property, PropertyKind, State, World};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Bounds and knobs of one search.
 #[derive(Clone, Debug)]
@@ -62,25 +66,82 @@ struct Node {
 }
 
 const ROOT: u32 = u32::MAX;
-/// States expanded per parallel batch: bounds the memory held by not-yet-merged successors.
-const BATCH_STATES: usize = 4096;
+/// Frontier states per unit of parallel work: small enough to balance two to eight cores on a level of a few
+/// thousand states, large enough that a unit's bookkeeping is noise.
+const UNIT_STATES: usize = 256;
+/// Units per round. After each round the visited set is updated, the bounds are checked and progress is
+/// reported, so this also bounds the memory held by not-yet-merged successors.
+const ROUND_UNITS: usize = 128;
 
-struct Successor {
-    action_index: u16,
-    state: State,
-    fingerprint: u64,
+/// The states of one level, ids consecutive from `first_id`, packed (`model::pack`): a quarter of their
+/// in-memory size, so the frontier moves four times fewer bytes. Two of these are reused level after level
+/// (fresh buffers per level cost page faults).
+#[derive(Default)]
+struct Level {
+    bytes: Vec<u8>,
+    /// Where each state's packing lies in `bytes`.
+    spans: Vec<(u32, u32)>,
+    first_id: u32,
 }
 
-struct Expansion {
-    /// Successors not known before this batch.
-    successors: Vec<Successor>,
-    /// Liveness properties violated here, if this state is quiescent.
-    at_rest_violations: Vec<Property>,
+impl Level {
+    fn state(&self, index: usize) -> State {
+        let (start, end) = self.spans[index];
+        unpack(&self.bytes[start as usize..end as usize])
+    }
+
+    fn clear(&mut self, first_id: u32) {
+        self.bytes.clear();
+        self.spans.clear();
+        self.first_id = first_id;
+    }
+
+    fn push(&mut self, packed: &[u8]) {
+        let start = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(packed);
+        self.spans.push((start, self.bytes.len() as u32));
+    }
+
+    /// Append a unit's new states (packed back to back in `bytes`, at `spans` relative to its start).
+    fn append(&mut self, bytes: &[u8], spans: impl Iterator<Item = (u32, u32)>) {
+        let base = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(bytes);
+        self.spans
+            .extend(spans.map(|(start, end)| (base + start, base + end)));
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.bytes.capacity() + self.spans.capacity() * size_of::<(u32, u32)>()
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Candidate {
+    fingerprint: u64,
+    parent: u32,
+    action_index: u16,
+    /// Where its packing lies in the output's `bytes`.
+    span: (u32, u32),
+}
+
+/// What one unit produced. Kept from round to round so its buffers are reused.
+#[derive(Default)]
+struct Output {
+    /// Packings of the successors not visited before this round (and some bytes of dropped ones).
+    bytes: Vec<u8>,
+    /// Those successors, in search order; after the merge, only the new ones.
+    candidates: Vec<Candidate>,
+    /// Indices into `candidates`, by visited-set shard.
+    by_shard: [Vec<u32>; SHARDS],
+    /// Set by the shard that inserted the candidate's fingerprint first.
+    is_new: Vec<AtomicBool>,
     transitions: u64,
     /// Union of the events of every outgoing transition.
     seen_events: Events,
-    /// Outgoing transitions that violate a safety property: (action index, events).
-    violations: Vec<(u16, Events)>,
+    /// Outgoing transitions that violate a safety property: (parent id, action index, events).
+    violations: Vec<(u32, u16, Events)>,
+    /// Liveness properties violated at quiescent parents: (parent id, property).
+    at_rest: Vec<(u32, Property)>,
 }
 
 fn violates_safety(events: Events) -> bool {
@@ -89,58 +150,115 @@ fn violates_safety(events: Events) -> bool {
         .any(|property| property.kind() == PropertyKind::Always && property.violated_by(events))
 }
 
-/// Expand one state. Successors already in `visited` (from earlier batches) are dropped here, in parallel, so
-/// the sequential merge only handles states that may be new.
-fn expand(world: &World, state: &State, visited: &FingerprintSet, symmetry: bool) -> Expansion {
-    let mut actions = Vec::new();
-    world.actions(state, &mut actions);
-    let quiescent = actions.iter().all(|action| world.is_fault(state, action));
-    let at_rest_violations = if quiescent {
-        Property::ALL
-            .into_iter()
-            .filter(|property| property.kind() == PropertyKind::Eventually)
-            .filter(|property| property.violated_at_rest(world, state))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let mut successors = Vec::with_capacity(actions.len());
-    let mut seen_events = Events::default();
-    let mut violations = Vec::new();
-    for (index, action) in actions.iter().enumerate() {
-        let (mut next, events) = world.next_state(state, action);
-        if symmetry {
-            next = world.canonicalize(&next).0;
+/// Expand the states `units` of `level` into `out`. Successors already visited are dropped here, in
+/// parallel, so the merge only sees states that may be new.
+fn expand_unit(
+    world: &World,
+    level: &Level,
+    unit: std::ops::Range<usize>,
+    visited: &Visited,
+    symmetry: bool,
+    out: &mut Output,
+) {
+    out.bytes.clear();
+    out.candidates.clear();
+    out.by_shard.iter_mut().for_each(Vec::clear);
+    out.transitions = 0;
+    out.seen_events = Events::default();
+    out.violations.clear();
+    out.at_rest.clear();
+    let mut actions = Vec::with_capacity(32);
+    let mut next = world.init_state();
+    for index in unit {
+        let parent = level.first_id + index as u32;
+        let state = level.state(index);
+        world.actions(&state, &mut actions);
+        if actions.iter().all(|action| world.is_fault(&state, action)) {
+            for property in Property::ALL {
+                if property.kind() == PropertyKind::Eventually
+                    && property.violated_at_rest(world, &state)
+                {
+                    out.at_rest.push((parent, property));
+                }
+            }
         }
-        seen_events = seen_events.union(events);
-        if violates_safety(events) {
-            violations.push((index as u16, events));
-        }
-        let fingerprint = state_fingerprint(&next);
-        if !visited.contains(&fingerprint) {
-            successors.push(Successor {
-                action_index: index as u16,
-                state: next,
-                fingerprint,
-            });
+        out.transitions += actions.len() as u64;
+        for (index, action) in actions.iter().enumerate() {
+            next.clone_from(&state);
+            let events = world.apply(&mut next, action);
+            if symmetry {
+                next = world.canonicalize(&next).0;
+            }
+            out.seen_events = out.seen_events.union(events);
+            if violates_safety(events) {
+                out.violations.push((parent, index as u16, events));
+            }
+            let start = out.bytes.len();
+            pack(&next, &mut out.bytes);
+            let fingerprint = packed_fingerprint(&out.bytes[start..]);
+            if visited.contains(fingerprint) {
+                out.bytes.truncate(start);
+            } else {
+                out.by_shard[shard_of(fingerprint)].push(out.candidates.len() as u32);
+                out.candidates.push(Candidate {
+                    fingerprint,
+                    parent,
+                    action_index: index as u16,
+                    span: (start as u32, out.bytes.len() as u32),
+                });
+            }
         }
     }
-    Expansion {
-        successors,
-        at_rest_violations,
-        transitions: actions.len() as u64,
-        seen_events,
-        violations,
-    }
+    out.is_new.clear();
+    out.is_new
+        .resize_with(out.candidates.len(), || AtomicBool::new(false));
 }
 
-/// Explore every state reachable within the bounds. `on_progress(states, depth)` is called after each batch.
+/// Insert a round's candidates into the visited set, one task per shard, each in search order (units in order,
+/// candidates in order), so that the first candidate of each new state is the one marked new.
+fn insert_round(visited: &mut Visited, outputs: &[Output]) {
+    visited.insert_by_shard(|shard, set| {
+        for out in outputs {
+            for &index in &out.by_shard[shard] {
+                let index = index as usize;
+                if set.insert(out.candidates[index].fingerprint) {
+                    out.is_new[index].store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    });
+}
+
+/// Keep only the candidates marked new.
+/// Keep only the candidates marked new, and their packings, moved to the front of `bytes` in order, so the
+/// merge appends the whole unit to the next level with one copy.
+fn keep_new(out: &mut Output) {
+    let mut kept = 0;
+    let mut written = 0u32;
+    for index in 0..out.candidates.len() {
+        if !out.is_new[index].load(Ordering::Relaxed) {
+            continue;
+        }
+        let mut candidate = out.candidates[index];
+        let (start, end) = candidate.span;
+        out.bytes
+            .copy_within(start as usize..end as usize, written as usize);
+        candidate.span = (written, written + end - start);
+        written += end - start;
+        out.candidates[kept] = candidate;
+        kept += 1;
+    }
+    out.candidates.truncate(kept);
+    out.bytes.truncate(written as usize);
+}
+
+/// Explore every state reachable within the bounds. `on_progress(states, depth)` is called after each round.
 pub fn explore(
     world: &World,
     options: &BfsOptions,
     on_progress: &mut dyn FnMut(u64, u32),
 ) -> BfsReport {
-    let mut visited = FingerprintSet::default();
+    let mut visited = Visited::new();
     let mut nodes: Vec<Node> = Vec::new();
     let mut found: BTreeMap<Property, (u32, Option<u16>)> = BTreeMap::new();
     let mut reached = Events::default();
@@ -151,20 +269,25 @@ pub fn explore(
     if options.symmetry {
         init = world.canonicalize(&init).0;
     }
-    visited.insert(state_fingerprint(&init));
+    let mut init_bytes = Vec::new();
+    pack(&init, &mut init_bytes);
+    visited.insert(packed_fingerprint(&init_bytes));
     nodes.push(Node {
         parent: ROOT,
         action_index: 0,
     });
-    let mut frontier: Vec<(u32, State)> = vec![(0, init)];
+    let mut frontier = Level::default();
+    frontier.push(&init_bytes);
+    let mut next_frontier = Level::default();
+    let mut outputs: Vec<Output> = Vec::new();
     let mut depth = 0u32;
     let mut deepest_expanded = 0u32;
 
-    'levels: while !frontier.is_empty() {
+    'levels: while !frontier.spans.is_empty() {
         if depth >= options.max_depth {
-            let can_move = frontier.iter().any(|(_, state)| {
-                let mut actions = Vec::new();
-                world.actions(state, &mut actions);
+            let mut actions = Vec::new();
+            let can_move = (0..frontier.spans.len()).any(|index| {
+                world.actions(&frontier.state(index), &mut actions);
                 !actions.is_empty()
             });
             if can_move {
@@ -173,38 +296,56 @@ pub fn explore(
             break;
         }
         deepest_expanded = depth;
-        let mut next_frontier = Vec::new();
-        for batch in frontier.chunks(BATCH_STATES) {
+        let units: Vec<std::ops::Range<usize>> = (0..frontier.spans.len())
+            .step_by(UNIT_STATES)
+            .map(|start| start..(start + UNIT_STATES).min(frontier.spans.len()))
+            .collect();
+        next_frontier.clear(nodes.len() as u32);
+        let mut done = 0;
+        while done < units.len() {
+            // Near `max-states`, smaller rounds, so the search stops close to the bound.
+            let remaining = options.max_states.saturating_sub(nodes.len() as u64);
+            let round_units =
+                ((remaining / (4 * UNIT_STATES as u64)) as usize).clamp(1, ROUND_UNITS);
+            let round = &units[done..(done + round_units).min(units.len())];
+            done += round.len();
+            if outputs.len() < round.len() {
+                outputs.resize_with(round.len(), Output::default);
+            }
+            let outputs = &mut outputs[..round.len()];
             let known = &visited;
-            let expansions: Vec<Expansion> = batch
-                .par_iter()
-                .map(|(_, state)| expand(world, state, known, options.symmetry))
-                .collect();
-            for ((parent, _), expansion) in batch.iter().zip(expansions) {
-                for property in expansion.at_rest_violations {
-                    found.entry(property).or_insert((*parent, None));
+            let level = &frontier;
+            outputs
+                .par_iter_mut()
+                .zip(round.par_iter())
+                .for_each(|(out, unit)| {
+                    expand_unit(world, level, unit.clone(), known, options.symmetry, out);
+                });
+            insert_round(&mut visited, outputs);
+            outputs.par_iter_mut().for_each(keep_new);
+            for out in outputs.iter_mut() {
+                for &(parent, property) in &out.at_rest {
+                    found.entry(property).or_insert((parent, None));
                 }
-                transitions += expansion.transitions;
-                reached = reached.union(expansion.seen_events);
-                for (action_index, events) in expansion.violations {
+                transitions += out.transitions;
+                reached = reached.union(out.seen_events);
+                for &(parent, action_index, events) in &out.violations {
                     for property in Property::ALL {
                         if property.kind() == PropertyKind::Always && property.violated_by(events) {
                             found
                                 .entry(property)
-                                .or_insert((*parent, Some(action_index)));
+                                .or_insert((parent, Some(action_index)));
                         }
                     }
                 }
-                for successor in expansion.successors {
-                    if visited.insert(successor.fingerprint) {
-                        let id = nodes.len() as u32;
-                        nodes.push(Node {
-                            parent: *parent,
-                            action_index: successor.action_index,
-                        });
-                        next_frontier.push((id, successor.state));
-                    }
-                }
+                nodes.extend(out.candidates.iter().map(|candidate| Node {
+                    parent: candidate.parent,
+                    action_index: candidate.action_index,
+                }));
+                next_frontier.append(
+                    &out.bytes,
+                    out.candidates.iter().map(|candidate| candidate.span),
+                );
             }
             on_progress(nodes.len() as u64, depth);
             if let Some(target) = options.stop_on.filter(|target| found.contains_key(target)) {
@@ -218,7 +359,16 @@ pub fn explore(
                 stopped_by = Some(format!("max-states {} reached", options.max_states));
                 break 'levels;
             }
-            let memory = estimated_bytes(visited.capacity(), nodes.capacity(), next_frontier.len());
+            let held_bytes: usize = frontier.held_bytes()
+                + next_frontier.held_bytes()
+                + outputs
+                    .iter()
+                    .map(|out| {
+                        out.bytes.capacity() + out.candidates.capacity() * size_of::<Candidate>()
+                    })
+                    .sum::<usize>();
+            let memory =
+                visited.bytes() + (nodes.capacity() * size_of::<Node>()) as u64 + held_bytes as u64;
             if memory >= options.max_memory_bytes {
                 stopped_by = Some(format!(
                     "max-memory {} bytes reached",
@@ -227,7 +377,7 @@ pub fn explore(
                 break 'levels;
             }
         }
-        frontier = next_frontier;
+        std::mem::swap(&mut frontier, &mut next_frontier);
         depth += 1;
     }
 
@@ -262,14 +412,6 @@ pub fn explore(
         complete,
         stopped_by,
     }
-}
-
-/// Bytes held by the visited set, the node table and the frontier (states are ~200 bytes with their heap parts).
-fn estimated_bytes(visited_capacity: usize, nodes_capacity: usize, frontier_len: usize) -> u64 {
-    let visited = visited_capacity as u64 * 9; // 8-byte fingerprint + 1 control byte per slot
-    let nodes = nodes_capacity as u64 * std::mem::size_of::<Node>() as u64;
-    let frontier = frontier_len as u64 * 256;
-    visited + nodes + frontier
 }
 
 fn path_indices(nodes: &[Node], mut node: u32) -> Vec<u16> {

@@ -4,6 +4,7 @@
 mod bfs;
 mod fingerprint;
 mod path;
+mod visited;
 
 mod walk;
 

@@ -11,6 +11,7 @@ mod config;
 mod describe;
 mod describe_queue;
 mod events;
+mod pack;
 mod properties;
 mod queue;
 mod sorted_map;
@@ -24,6 +25,7 @@ pub use config::{
     ProducerDedup, Provider, QueueConfig, World,
 };
 pub use events::{Event, Events};
+pub use pack::{pack, unpack};
 pub use properties::{Property, PropertyKind};
 pub use queue::COPY_DELIVERY_BASE;
 pub use sorted_map::SortedMap;

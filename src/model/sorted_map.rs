@@ -4,9 +4,26 @@
 
 use smallvec::SmallVec;
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SortedMap<K, V, const N: usize> {
     entries: SmallVec<[(K, V); N]>,
+}
+
+/// A plain copy of the inline entries (the derived `Clone` clones element by element, and states are cloned
+/// once per explored transition).
+impl<K: Copy, V: Copy, const N: usize> Clone for SortedMap<K, V, N> {
+    #[inline]
+    fn clone(&self) -> Self {
+        SortedMap {
+            entries: SmallVec::from_slice(&self.entries),
+        }
+    }
+
+    #[inline]
+    fn clone_from(&mut self, source: &Self) {
+        self.entries.clear();
+        self.entries.extend_from_slice(&source.entries);
+    }
 }
 
 impl<K: Ord + Copy, V, const N: usize> Default for SortedMap<K, V, N> {

@@ -210,19 +210,26 @@ impl World {
     /// The state after `action`, and what happened. `action` must be enabled in `state`.
     pub fn next_state(&self, state: &State, action: &Action) -> (State, Events) {
         let mut next = state.clone();
+        let events = self.apply(&mut next, action);
+        (next, events)
+    }
+
+    /// `next_state` in place: the explorer reuses one scratch state per thread instead of cloning a fresh one
+    /// (and dropping it) for every transition.
+    pub fn apply(&self, next: &mut State, action: &Action) -> Events {
         let mut events = Events::default();
         match *action {
-            Action::Send { client } => self.send(&mut next, client),
+            Action::Send { client } => self.send(next, client),
             Action::Timeout { client } => {
-                if attempt_alive(state, client) {
+                if attempt_alive(next, client) {
                     next.budgets[EARLY_TIMEOUTS] -= 1;
                 }
                 let charged = next.clients[client as usize].charged;
                 if charged < self.clients.max_attempts {
                     events.add(Event::RetryAfterTimeout);
-                    self.send(&mut next, client);
+                    self.send(next, client);
                 } else {
-                    self.finish_op(&mut next, client, Outcome::GaveUp);
+                    self.finish_op(next, client, Outcome::GaveUp);
                 }
             }
             Action::DeliverRequest { request, proc } => {
@@ -242,9 +249,9 @@ impl World {
             }
             Action::DeliverResponse { response } => {
                 take_message(&mut next.network, &Message::Response(response));
-                self.receive(&mut next, response);
+                self.receive(next, response);
             }
-            Action::Step { proc } => self.run_step(&mut next, proc, &mut events),
+            Action::Step { proc } => self.run_step(next, proc, &mut events),
             Action::Drop { message } => {
                 take_message(&mut next.network, &message);
                 match message {
@@ -275,7 +282,7 @@ impl World {
                         events.add(Event::CrashAfterClaim);
                     }
                     if self.queue.is_some() {
-                        self.queue_crash(&mut next, &job, &mut events);
+                        self.queue_crash(next, &job, &mut events);
                     }
                 }
                 next.procs[proc as usize] = Proc::Idle;
@@ -286,13 +293,13 @@ impl World {
                 restarted,
             } => {
                 if let Some(queue) = &self.queue {
-                    self.republish(queue, &mut next, client, late, restarted, &mut events);
+                    self.republish(queue, next, client, late, restarted, &mut events);
                 }
             }
             Action::Fail { proc } => {
                 next.budgets[HANDLER_ERRORS] -= 1;
                 events.add(Event::HandlerError);
-                self.fail(&mut next, proc);
+                self.fail(next, proc);
             }
             Action::ExpireKey { key } => {
                 next.budgets[KEY_EXPIRIES] -= 1;
@@ -318,7 +325,7 @@ impl World {
                 }
             }
         }
-        (next, events)
+        events
     }
 
     fn send(&self, state: &mut State, client: u8) {
