@@ -8,7 +8,9 @@ use super::fingerprint::packed_fingerprint;
 use super::path::{rebuild_path, rebuild_path_reduced};
 use super::visited::{shard_of, Visited, SHARDS};
 use super::Verdict;
-use crate::model::{pack, unpack, Action, Event, Events, Property, PropertyKind, State, World};
+use crate::model::{
+    pack, unpack, unpack_into, Action, Event, Events, Property, PropertyKind, State, World,
+};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,7 +73,7 @@ const ROOT: u32 = u32::MAX;
 const UNIT_STATES: usize = 256;
 /// Units per round. After each round the visited set is updated, the bounds are checked and progress is
 /// reported, so this also bounds the memory held by not-yet-merged successors.
-const ROUND_UNITS: usize = 128;
+const ROUND_UNITS: usize = 16;
 
 /// The states of one level, ids consecutive from `first_id`, packed (`model::pack`): a quarter of their
 /// in-memory size, so the frontier moves four times fewer bytes. Two of these are reused level after level
@@ -86,8 +88,12 @@ struct Level {
 
 impl Level {
     fn state(&self, index: usize) -> State {
+        unpack(self.packed(index))
+    }
+
+    fn packed(&self, index: usize) -> &[u8] {
         let (start, end) = self.spans[index];
-        unpack(&self.bytes[start as usize..end as usize])
+        &self.bytes[start as usize..end as usize]
     }
 
     fn clear(&mut self, first_id: u32) {
@@ -168,10 +174,11 @@ fn expand_unit(
     out.violations.clear();
     out.at_rest.clear();
     let mut actions = Vec::with_capacity(32);
+    let mut state = world.init_state();
     let mut next = world.init_state();
     for index in unit {
         let parent = level.first_id + index as u32;
-        let state = level.state(index);
+        unpack_into(level.packed(index), &mut state);
         world.actions(&state, &mut actions);
         if actions.iter().all(|action| world.is_fault(&state, action)) {
             for property in Property::ALL {

@@ -25,7 +25,7 @@ pub use config::{
     ProducerDedup, Provider, QueueConfig, World,
 };
 pub use events::{Event, Events};
-pub use pack::{pack, unpack};
+pub use pack::{pack, unpack, unpack_into};
 pub use properties::{Property, PropertyKind};
 pub use queue::COPY_DELIVERY_BASE;
 pub use sorted_map::SortedMap;

@@ -109,8 +109,59 @@ fn phase(phase: ClientPhase) -> u8 {
     }
 }
 
-fn client(out: &mut Vec<u8>, client: &ClientState) {
-    out.extend_from_slice(&[
+/// Writes into a slice sized beforehand by `packed_len`: one bounds check per field and no capacity checks
+/// (`Vec::extend_from_slice` per field made packing twice as slow).
+struct Writer<'a> {
+    bytes: &'a mut [u8],
+    at: usize,
+}
+
+impl Writer<'_> {
+    #[inline]
+    fn put<const N: usize>(&mut self, bytes: [u8; N]) {
+        self.bytes[self.at..self.at + N].copy_from_slice(&bytes);
+        self.at += N;
+    }
+
+    #[inline]
+    fn byte(&mut self, byte: u8) {
+        self.bytes[self.at] = byte;
+        self.at += 1;
+    }
+}
+
+/// Bytes per fixed-size item (see the writers below).
+const CLIENT_BYTES: usize = 6;
+const OUTCOME_BYTES: usize = 3;
+const MESSAGE_BYTES: usize = 9;
+const PROC_BYTES: usize = 15;
+const RECORD_BYTES: usize = 11;
+const OP_BYTES: usize = 2;
+const CHARGE_BYTES: usize = 4;
+const FIRST_SUCCESS_BYTES: usize = 4;
+const BUDGET_BYTES: usize = 12;
+
+/// The exact length of `pack(state)`.
+fn packed_len(state: &State) -> usize {
+    let outcomes: usize = state
+        .clients
+        .iter()
+        .map(|client| client.outcomes.len())
+        .sum();
+    // One length byte for each of the 7 variable-length parts, plus `next_token`.
+    8 + CLIENT_BYTES * state.clients.len()
+        + OUTCOME_BYTES * outcomes
+        + MESSAGE_BYTES * state.network.len()
+        + PROC_BYTES * state.procs.len()
+        + RECORD_BYTES * state.store.records.len()
+        + OP_BYTES * state.store.payments.len()
+        + CHARGE_BYTES * state.store.provider_charges.len()
+        + FIRST_SUCCESS_BYTES * state.first_success.len()
+        + BUDGET_BYTES
+}
+
+fn client(out: &mut Writer, client: &ClientState) {
+    out.put([
         client.op,
         client.attempts,
         client.charged,
@@ -119,7 +170,7 @@ fn client(out: &mut Vec<u8>, client: &ClientState) {
         count(client.outcomes.len()),
     ]);
     for result in &client.outcomes {
-        out.extend_from_slice(&outcome(*result));
+        out.put(outcome(*result));
     }
 }
 
@@ -186,21 +237,21 @@ fn record(record: &Record) -> [u8; 9] {
     bytes
 }
 
-fn store(out: &mut Vec<u8>, store: &Store) {
-    out.push(length(&store.records));
+fn store(out: &mut Writer, store: &Store) {
+    out.byte(length(&store.records));
     for (record_key, value) in &store.records {
-        out.extend_from_slice(&key(*record_key));
-        out.extend_from_slice(&record(value));
+        out.put(key(*record_key));
+        out.put(record(value));
     }
-    out.push(count(store.payments.len()));
+    out.byte(count(store.payments.len()));
     for owner in &store.payments {
-        out.extend_from_slice(&op(*owner));
+        out.put(op(*owner));
     }
-    out.push(store.next_token);
-    out.push(count(store.provider_charges.len()));
+    out.byte(store.next_token);
+    out.byte(count(store.provider_charges.len()));
     for (owner, charge_key) in &store.provider_charges {
-        out.extend_from_slice(&op(*owner));
-        out.extend_from_slice(&key(*charge_key));
+        out.put(op(*owner));
+        out.put(key(*charge_key));
     }
 }
 
@@ -217,26 +268,34 @@ fn length<K: Ord + Copy, V, const N: usize>(map: &SortedMap<K, V, N>) -> u8 {
 
 /// Append the packing of `state` to `out`.
 pub fn pack(state: &State, out: &mut Vec<u8>) {
-    out.push(count(state.clients.len()));
+    let start = out.len();
+    let len = packed_len(state);
+    out.resize(start + len, 0);
+    let mut out = Writer {
+        bytes: &mut out[start..],
+        at: 0,
+    };
+    out.byte(count(state.clients.len()));
     for each in &state.clients {
-        client(out, each);
+        client(&mut out, each);
     }
-    out.push(length(&state.network));
+    out.byte(length(&state.network));
     for (each, count) in &state.network {
-        out.extend_from_slice(&message(each));
-        out.push(*count);
+        out.put(message(each));
+        out.byte(*count);
     }
-    out.push(count(state.procs.len()));
+    out.byte(count(state.procs.len()));
     for each in &state.procs {
-        out.extend_from_slice(&proc(each));
+        out.put(proc(each));
     }
-    store(out, &state.store);
-    out.push(length(&state.first_success));
+    store(&mut out, &state.store);
+    out.byte(length(&state.first_success));
     for (owner, payload) in &state.first_success {
-        out.extend_from_slice(&op(*owner));
-        out.extend_from_slice(&option(*payload));
+        out.put(op(*owner));
+        out.put(option(*payload));
     }
-    out.extend_from_slice(&state.budgets);
+    out.put(state.budgets);
+    debug_assert_eq!(out.at, len, "packed_len is exact");
 }
 
 /// Reads back what `pack` wrote. The bytes come from `pack` only, so a short or malformed input is a bug and
@@ -329,21 +388,23 @@ impl Reader<'_> {
         }
     }
 
-    fn client(&mut self) -> ClientState {
+    fn client_into(&mut self, client: &mut ClientState) {
         let [op, attempts, charged, phase, copies, outcomes] = self.take();
-        ClientState {
-            op,
-            attempts,
-            charged,
-            phase: match phase {
-                0 | 1 => ClientPhase::Ready {
-                    after_conflict: phase == 1,
-                },
-                2 => ClientPhase::Waiting,
-                _ => ClientPhase::Done,
+        client.op = op;
+        client.attempts = attempts;
+        client.charged = charged;
+        client.phase = match phase {
+            0 | 1 => ClientPhase::Ready {
+                after_conflict: phase == 1,
             },
-            outcomes: (0..outcomes).map(|_| self.outcome()).collect(),
-            copies,
+            2 => ClientPhase::Waiting,
+            _ => ClientPhase::Done,
+        };
+        client.copies = copies;
+        client.outcomes.clear();
+        for _ in 0..outcomes {
+            let outcome = self.outcome();
+            client.outcomes.push(outcome);
         }
     }
 
@@ -397,48 +458,77 @@ impl Reader<'_> {
         }
     }
 
-    fn store(&mut self) -> Store {
-        let mut records = SortedMap::new();
+    fn store_into(&mut self, store: &mut Store) {
+        store.records.clear();
         for _ in 0..self.byte() {
             let key = self.key();
-            records.insert(key, self.record());
+            let record = self.record();
+            store.records.push_last(key, record);
         }
-        let payments = (0..self.byte()).map(|_| self.op()).collect();
-        let next_token = self.byte();
-        let provider_charges = (0..self.byte()).map(|_| (self.op(), self.key())).collect();
-        Store {
-            records,
-            payments,
-            next_token,
-            provider_charges,
+        store.payments.clear();
+        for _ in 0..self.byte() {
+            let op = self.op();
+            store.payments.push(op);
+        }
+        store.next_token = self.byte();
+        store.provider_charges.clear();
+        for _ in 0..self.byte() {
+            let charge = (self.op(), self.key());
+            store.provider_charges.push(charge);
         }
     }
 }
 
 /// The state `pack` wrote into `bytes`.
 pub fn unpack(bytes: &[u8]) -> State {
+    let mut state = State {
+        clients: SmallVec::new(),
+        network: SortedMap::new(),
+        procs: SmallVec::new(),
+        store: Store::default(),
+        first_success: SortedMap::new(),
+        budgets: [0; 12],
+    };
+    unpack_into(bytes, &mut state);
+    state
+}
+
+/// `unpack` into an existing state, reusing its buffers (the explorer unpacks every frontier state).
+pub fn unpack_into(bytes: &[u8], state: &mut State) {
     let mut reader = Reader { bytes, at: 0 };
-    let clients: SmallVec<_> = (0..reader.byte()).map(|_| reader.client()).collect();
-    let mut network = SortedMap::new();
+    let clients = reader.byte() as usize;
+    state.clients.truncate(clients);
+    while state.clients.len() < clients {
+        state.clients.push(ClientState {
+            op: 0,
+            attempts: 0,
+            charged: 0,
+            phase: ClientPhase::Done,
+            outcomes: SmallVec::new(),
+            copies: 0,
+        });
+    }
+    for client in &mut state.clients {
+        reader.client_into(client);
+    }
+    state.network.clear();
     for _ in 0..reader.byte() {
         let message = reader.message();
-        network.insert(message, reader.byte());
+        let count = reader.byte();
+        state.network.push_last(message, count);
     }
-    let procs = (0..reader.byte()).map(|_| reader.proc()).collect();
-    let store = reader.store();
-    let mut first_success = SortedMap::new();
+    state.procs.clear();
+    for _ in 0..reader.byte() {
+        let proc = reader.proc();
+        state.procs.push(proc);
+    }
+    reader.store_into(&mut state.store);
+    state.first_success.clear();
     for _ in 0..reader.byte() {
         let op = reader.op();
-        first_success.insert(op, reader.option());
+        let payload = reader.option();
+        state.first_success.push_last(op, payload);
     }
-    let budgets = reader.take();
+    state.budgets = reader.take();
     debug_assert_eq!(reader.at, bytes.len(), "unpack read every byte");
-    State {
-        clients,
-        network,
-        procs,
-        store,
-        first_success,
-        budgets,
-    }
 }

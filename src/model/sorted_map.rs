@@ -21,8 +21,7 @@ impl<K: Copy, V: Copy, const N: usize> Clone for SortedMap<K, V, N> {
 
     #[inline]
     fn clone_from(&mut self, source: &Self) {
-        self.entries.clear();
-        self.entries.extend_from_slice(&source.entries);
+        copy_items(&mut self.entries, &source.entries);
     }
 }
 
@@ -31,6 +30,23 @@ impl<K: Ord + Copy, V, const N: usize> Default for SortedMap<K, V, N> {
         SortedMap {
             entries: SmallVec::new(),
         }
+    }
+}
+
+/// Make `target` a copy of `source` without allocating (unless it must spill) and without a `memcpy` call: the
+/// vectors hold a handful of items, and `extend_from_slice` on them cost more in call overhead than in copying.
+#[inline]
+pub(super) fn copy_items<A: smallvec::Array>(target: &mut SmallVec<A>, source: &[A::Item])
+where
+    A::Item: Copy,
+{
+    if target.len() == source.len() {
+        for (to, from) in target.iter_mut().zip(source) {
+            *to = *from;
+        }
+    } else {
+        target.clear();
+        target.extend(source.iter().copied());
     }
 }
 
@@ -86,6 +102,17 @@ impl<K: Ord + Copy, V, const N: usize> SortedMap<K, V, N> {
             }
         };
         &mut self.entries[index].1
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    /// Append an entry whose key is greater than every key present (rebuilding a map in order).
+    #[inline]
+    pub fn push_last(&mut self, key: K, value: V) {
+        debug_assert!(self.entries.last().is_none_or(|(last, _)| *last < key));
+        self.entries.push((key, value));
     }
 
     pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {

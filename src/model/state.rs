@@ -1,6 +1,6 @@
 //! One state of the world. Ordered collections only, so hashing and iteration are deterministic.
 
-use super::sorted_map::SortedMap;
+use super::sorted_map::{copy_items, SortedMap};
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
 
@@ -185,8 +185,7 @@ impl Clone for ClientState {
         self.charged = source.charged;
         self.phase = source.phase;
         self.copies = source.copies;
-        self.outcomes.clear();
-        self.outcomes.extend_from_slice(&source.outcomes);
+        copy_items(&mut self.outcomes, &source.outcomes);
     }
 }
 
@@ -204,12 +203,9 @@ impl Clone for Store {
     #[inline]
     fn clone_from(&mut self, source: &Self) {
         self.records.clone_from(&source.records);
-        self.payments.clear();
-        self.payments.extend_from_slice(&source.payments);
+        copy_items(&mut self.payments, &source.payments);
         self.next_token = source.next_token;
-        self.provider_charges.clear();
-        self.provider_charges
-            .extend_from_slice(&source.provider_charges);
+        copy_items(&mut self.provider_charges, &source.provider_charges);
     }
 }
 
@@ -229,10 +225,15 @@ impl Clone for State {
     /// Reuses this state's buffers: no allocation and no drop (the explorer's scratch state).
     #[inline]
     fn clone_from(&mut self, source: &Self) {
-        self.clients.clone_from(&source.clients);
+        if self.clients.len() == source.clients.len() {
+            for (to, from) in self.clients.iter_mut().zip(&source.clients) {
+                to.clone_from(from);
+            }
+        } else {
+            self.clients.clone_from(&source.clients);
+        }
         self.network.clone_from(&source.network);
-        self.procs.clear();
-        self.procs.extend_from_slice(&source.procs);
+        copy_items(&mut self.procs, &source.procs);
         self.store.clone_from(&source.store);
         self.first_success.clone_from(&source.first_success);
         self.budgets = source.budgets;
