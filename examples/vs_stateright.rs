@@ -1,11 +1,11 @@
 //! retrylab's explorer against stateright's on the same model: the article's design with a lease and fencing
 //! (`models/lease-fenced.toml`: 2 clients, 2 server processes, a lost response, a crash, a pause, an early
 //! timeout). Both checkers explore the very same transition relation (`World::actions` / `World::next_state`),
-//! so equal unique-state counts show that they searched the same space. Both use all cores; each is run three
-//! times and the best time is kept (the machine may be busy).
+//! so equal unique-state counts show that they searched the same space. Both use all cores by default.
 //!
-//! `cargo run --release --example vs_stateright [MODEL]`; the last line is `ratio: X`, retrylab's unique states
-//! per second over stateright's.
+//! `cargo run --release --example vs_stateright [MODEL] [--threads N] [--runs N]`; the last line is `ratio: X`,
+//! retrylab's unique states per second over stateright's. Each checker runs `--runs` times (default 5) in a
+//! row and keeps its best time: the machine may be busy, and a first run pays for warming up.
 
 use retrylab::check::{explore, BfsOptions};
 use retrylab::model::{Action, State, World};
@@ -48,45 +48,93 @@ impl Model for Stateright {
     }
 }
 
-fn best_of_three(mut run: impl FnMut() -> (u64, Duration)) -> (u64, Duration) {
-    let mut best: Option<(u64, Duration)> = None;
-    for _ in 0..3 {
-        let (states, elapsed) = run();
-        if best.is_none_or(|(_, fastest)| elapsed < fastest) {
-            best = Some((states, elapsed));
+/// Keep the fastest of the runs: (unique states, time).
+fn keep_best(best: &mut Option<(u64, Duration)>, run: (u64, Duration)) {
+    if best.is_none_or(|(_, fastest)| run.1 < fastest) {
+        *best = Some(run);
+    }
+}
+
+struct Args {
+    model: String,
+    threads: usize,
+    runs: usize,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        model: "models/lease-fenced.toml".to_string(),
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        runs: 5,
+    };
+    let mut given = std::env::args().skip(1);
+    while let Some(arg) = given.next() {
+        let mut number = |flag: &str| -> Result<usize, String> {
+            given
+                .next()
+                .and_then(|value| value.parse().ok())
+                .filter(|value| *value > 0)
+                .ok_or(format!("{flag} needs a positive number"))
+        };
+        match arg.as_str() {
+            "--threads" => args.threads = number("--threads")?,
+            "--runs" => args.runs = number("--runs")?,
+            flag if flag.starts_with("--") => return Err(format!("unknown flag {flag}")),
+            model => args.model = model.to_string(),
         }
     }
-    best.expect("three runs")
+    Ok(args)
 }
 
 fn main() {
-    let path = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "models/lease-fenced.toml".to_string());
-    let model = match load_model(std::path::Path::new(&path)) {
+    let args = parse_args().unwrap_or_else(|error| {
+        eprintln!("error: {error}");
+        std::process::exit(2);
+    });
+    let model = match load_model(std::path::Path::new(&args.model)) {
         Ok(model) => model,
         Err(error) => {
             eprintln!("error: {error}");
             std::process::exit(2);
         }
     };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("model: {path} ({threads} threads each, best of 3)");
-
-    let (ours, ours_time) = best_of_three(|| {
-        let started = Instant::now();
-        let report = explore(&model.world, &BfsOptions::default(), &mut |_, _| {});
-        (report.states, started.elapsed())
-    });
-    let (theirs, theirs_time) = best_of_three(|| {
+    let threads = args.threads;
+    println!(
+        "model: {} ({threads} threads each, best of {} runs)",
+        args.model, args.runs
+    );
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .expect("a thread pool");
+    let mut ours = None;
+    for _ in 0..args.runs {
+        keep_best(
+            &mut ours,
+            pool.install(|| {
+                let started = Instant::now();
+                let report = explore(&model.world, &BfsOptions::default(), &mut |_, _| {});
+                (report.states, started.elapsed())
+            }),
+        );
+    }
+    // Gone before stateright starts: idle workers must not compete with its threads.
+    drop(pool);
+    let mut theirs = None;
+    for _ in 0..args.runs {
         let started = Instant::now();
         let checker = Stateright(model.world.clone())
             .checker()
             .threads(threads)
             .spawn_bfs()
             .join();
-        (checker.unique_state_count() as u64, started.elapsed())
-    });
+        keep_best(
+            &mut theirs,
+            (checker.unique_state_count() as u64, started.elapsed()),
+        );
+    }
+    let (ours, ours_time) = ours.expect("at least one run");
+    let (theirs, theirs_time) = theirs.expect("at least one run");
     let rate = |states: u64, time: Duration| states as f64 / time.as_secs_f64();
     println!(
         "retrylab:   {ours} unique states in {:.3} s = {:.0} states/s",

@@ -108,12 +108,33 @@ impl Level {
         self.spans.push((start, self.bytes.len() as u32));
     }
 
-    /// Append a unit's new states (packed back to back in `bytes`, at `spans` relative to its start).
-    fn append(&mut self, bytes: &[u8], spans: impl Iterator<Item = (u32, u32)>) {
-        let base = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(bytes);
-        self.spans
-            .extend(spans.map(|(start, end)| (base + start, base + end)));
+    /// Append a round's new states (each output's packed back to back in its `bytes`). The copy runs in
+    /// parallel: when the level grows, it is also the first touch of fresh pages, which costs more here than
+    /// the copying.
+    fn append_round(&mut self, outputs: &[Output]) {
+        let base = self.bytes.len();
+        let total: usize = outputs.iter().map(|out| out.bytes.len()).sum();
+        self.bytes.par_extend(rayon::iter::repeat_n(0u8, total));
+        let mut rest = &mut self.bytes[base..];
+        let mut pieces = Vec::with_capacity(outputs.len());
+        for out in outputs {
+            let (piece, tail) = rest.split_at_mut(out.bytes.len());
+            pieces.push(piece);
+            rest = tail;
+        }
+        pieces
+            .into_par_iter()
+            .zip(outputs.par_iter())
+            .for_each(|(piece, out)| piece.copy_from_slice(&out.bytes));
+        let mut offset = base as u32;
+        for out in outputs {
+            self.spans.extend(
+                out.candidates
+                    .iter()
+                    .map(|candidate| (offset + candidate.span.0, offset + candidate.span.1)),
+            );
+            offset += out.bytes.len() as u32;
+        }
     }
 
     fn held_bytes(&self) -> usize {
@@ -349,11 +370,8 @@ pub fn explore(
                     parent: candidate.parent,
                     action_index: candidate.action_index,
                 }));
-                next_frontier.append(
-                    &out.bytes,
-                    out.candidates.iter().map(|candidate| candidate.span),
-                );
             }
+            next_frontier.append_round(outputs);
             on_progress(nodes.len() as u64, depth);
             if let Some(target) = options.stop_on.filter(|target| found.contains_key(target)) {
                 stopped_by = Some(format!(
