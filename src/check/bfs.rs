@@ -108,32 +108,16 @@ impl Level {
         self.spans.push((start, self.bytes.len() as u32));
     }
 
-    /// Append a round's new states (each output's packed back to back in its `bytes`). The copy runs in
-    /// parallel: when the level grows, it is also the first touch of fresh pages, which costs more here than
-    /// the copying.
+    /// Append a round's new states (each output's packed back to back in its `bytes`).
     fn append_round(&mut self, outputs: &[Output]) {
-        let base = self.bytes.len();
-        let total: usize = outputs.iter().map(|out| out.bytes.len()).sum();
-        self.bytes.par_extend(rayon::iter::repeat_n(0u8, total));
-        let mut rest = &mut self.bytes[base..];
-        let mut pieces = Vec::with_capacity(outputs.len());
         for out in outputs {
-            let (piece, tail) = rest.split_at_mut(out.bytes.len());
-            pieces.push(piece);
-            rest = tail;
-        }
-        pieces
-            .into_par_iter()
-            .zip(outputs.par_iter())
-            .for_each(|(piece, out)| piece.copy_from_slice(&out.bytes));
-        let mut offset = base as u32;
-        for out in outputs {
+            let offset = self.bytes.len() as u32;
+            self.bytes.extend_from_slice(&out.bytes);
             self.spans.extend(
                 out.candidates
                     .iter()
                     .map(|candidate| (offset + candidate.span.0, offset + candidate.span.1)),
             );
-            offset += out.bytes.len() as u32;
         }
     }
 
