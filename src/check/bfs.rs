@@ -264,44 +264,6 @@ fn keep_new(out: &mut Output) {
     out.bytes.truncate(written as usize);
 }
 
-/// What the sequential merge of a round writes.
-struct Merged<'a> {
-    found: &'a mut BTreeMap<Property, (u32, Option<u16>)>,
-    reached: &'a mut Events,
-    transitions: &'a mut u64,
-    nodes: &'a mut Vec<Node>,
-    next_frontier: &'a mut Level,
-}
-
-impl Merged<'_> {
-    /// Take a round's results in search order: the first violation of each property, events, node entries and
-    /// the new states.
-    fn merge(&mut self, outputs: &[Output]) {
-        for out in outputs {
-            for &(parent, property) in &out.at_rest {
-                self.found.entry(property).or_insert((parent, None));
-            }
-            *self.transitions += out.transitions;
-            *self.reached = self.reached.union(out.seen_events);
-            for &(parent, action_index, events) in &out.violations {
-                for property in Property::ALL {
-                    if property.kind() == PropertyKind::Always && property.violated_by(events) {
-                        self.found
-                            .entry(property)
-                            .or_insert((parent, Some(action_index)));
-                    }
-                }
-            }
-            self.nodes
-                .extend(out.candidates.iter().map(|candidate| Node {
-                    parent: candidate.parent,
-                    action_index: candidate.action_index,
-                }));
-        }
-        self.next_frontier.append_round(outputs);
-    }
-}
-
 /// Explore every state reachable within the bounds. `on_progress(states, depth)` is called after each round.
 pub fn explore(
     world: &World,
@@ -329,8 +291,7 @@ pub fn explore(
     let mut frontier = Level::default();
     frontier.push(&init_bytes);
     let mut next_frontier = Level::default();
-    // Two sets of outputs: one being expanded while the other's round is merged.
-    let mut outputs: [Vec<Output>; 2] = [Vec::new(), Vec::new()];
+    let mut outputs: Vec<Output> = Vec::new();
     let mut depth = 0u32;
     let mut deepest_expanded = 0u32;
 
@@ -353,50 +314,48 @@ pub fn explore(
             .collect();
         next_frontier.clear(nodes.len() as u32);
         let mut done = 0;
-        // Rounds are pipelined: round r is merged (sequentially) while round r+1 is expanded (in parallel), so
-        // the merge does not leave the other cores idle. The merge order, hence the result, is unchanged.
-        let mut pending = 0;
-        loop {
+        while done < units.len() {
             // Near `max-states`, smaller rounds, so the search stops close to the bound.
             let remaining = options.max_states.saturating_sub(nodes.len() as u64);
             let round_units =
                 ((remaining / (4 * UNIT_STATES as u64)) as usize).clamp(1, ROUND_UNITS);
             let round = &units[done..(done + round_units).min(units.len())];
             done += round.len();
-            if round.is_empty() && pending == 0 {
-                break;
+            if outputs.len() < round.len() {
+                outputs.resize_with(round.len(), Output::default);
             }
-            if outputs[0].len() < round.len() {
-                outputs[0].resize_with(round.len(), Output::default);
-            }
-            let [current, previous] = &mut outputs;
-            let current = &mut current[..round.len()];
+            let outputs = &mut outputs[..round.len()];
             let known = &visited;
             let level = &frontier;
-            let mut merged = Merged {
-                found: &mut found,
-                reached: &mut reached,
-                transitions: &mut transitions,
-                nodes: &mut nodes,
-                next_frontier: &mut next_frontier,
-            };
-            rayon::join(
-                || merged.merge(&previous[..pending]),
-                || {
-                    current
-                        .par_iter_mut()
-                        .zip(round.par_iter())
-                        .for_each(|(out, unit)| {
-                            expand_unit(world, level, unit.clone(), known, options.symmetry, out);
-                        })
-                },
-            );
-            if !round.is_empty() {
-                insert_round(&mut visited, current);
-                current.par_iter_mut().for_each(keep_new);
+            outputs
+                .par_iter_mut()
+                .zip(round.par_iter())
+                .for_each(|(out, unit)| {
+                    expand_unit(world, level, unit.clone(), known, options.symmetry, out);
+                });
+            insert_round(&mut visited, outputs);
+            outputs.par_iter_mut().for_each(keep_new);
+            for out in outputs.iter_mut() {
+                for &(parent, property) in &out.at_rest {
+                    found.entry(property).or_insert((parent, None));
+                }
+                transitions += out.transitions;
+                reached = reached.union(out.seen_events);
+                for &(parent, action_index, events) in &out.violations {
+                    for property in Property::ALL {
+                        if property.kind() == PropertyKind::Always && property.violated_by(events) {
+                            found
+                                .entry(property)
+                                .or_insert((parent, Some(action_index)));
+                        }
+                    }
+                }
+                nodes.extend(out.candidates.iter().map(|candidate| Node {
+                    parent: candidate.parent,
+                    action_index: candidate.action_index,
+                }));
             }
-            pending = round.len();
-            outputs.swap(0, 1);
+            next_frontier.append_round(outputs);
             on_progress(nodes.len() as u64, depth);
             if let Some(target) = options.stop_on.filter(|target| found.contains_key(target)) {
                 stopped_by = Some(format!(
@@ -413,7 +372,6 @@ pub fn explore(
                 + next_frontier.held_bytes()
                 + outputs
                     .iter()
-                    .flatten()
                     .map(|out| {
                         out.bytes.capacity() + out.candidates.capacity() * size_of::<Candidate>()
                     })
