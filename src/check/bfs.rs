@@ -207,20 +207,31 @@ fn expand_unit(
             }
             let start = out.bytes.len();
             pack(&next, &mut out.bytes);
-            let fingerprint = packed_fingerprint(&out.bytes[start..]);
-            if visited.contains(fingerprint) {
-                out.bytes.truncate(start);
-            } else {
-                out.by_shard[shard_of(fingerprint)].push(out.candidates.len() as u32);
-                out.candidates.push(Candidate {
-                    fingerprint,
-                    parent,
-                    action_index: index as u16,
-                    span: (start as u32, out.bytes.len() as u32),
-                });
-            }
+            out.candidates.push(Candidate {
+                fingerprint: packed_fingerprint(&out.bytes[start..]),
+                parent,
+                action_index: index as u16,
+                span: (start as u32, out.bytes.len() as u32),
+            });
         }
     }
+    // Drop the successors visited before this round, in a second pass: a tight loop of independent lookups
+    // lets the processor overlap their cache misses, where one lookup right after each packing could not.
+    let known: Vec<bool> = out
+        .candidates
+        .iter()
+        .map(|candidate| visited.contains(candidate.fingerprint))
+        .collect();
+    let mut kept = 0;
+    for (index, known) in known.into_iter().enumerate() {
+        if !known {
+            let candidate = out.candidates[index];
+            out.by_shard[shard_of(candidate.fingerprint)].push(kept as u32);
+            out.candidates[kept] = candidate;
+            kept += 1;
+        }
+    }
+    out.candidates.truncate(kept);
     out.is_new.clear();
     out.is_new
         .resize_with(out.candidates.len(), || AtomicBool::new(false));
@@ -229,7 +240,7 @@ fn expand_unit(
 /// Insert a round's candidates into the visited set, one task per shard, each in search order (units in order,
 /// candidates in order), so that the first candidate of each new state is the one marked new.
 fn insert_round(visited: &mut Visited, outputs: &[Output]) {
-    visited.insert_by_shard(|shard, set| {
+    visited.insert_by_shard(|shard, mut set| {
         for out in outputs {
             for &index in &out.by_shard[shard] {
                 let index = index as usize;

@@ -9,46 +9,67 @@ use rayon::prelude::*;
 /// busy, few enough that each shard's table stays large.
 pub const SHARDS: usize = 16;
 
-/// The shard of a fingerprint. Bits 52..56: the table inside a shard indexes by the low bits and keeps the
-/// top seven as its tag, so the shard choice is independent of both.
+/// Tables per shard.
+const TABLES_PER_SHARD: usize = 16;
+
+/// The table of a fingerprint: bits 48..56 (its shard: bits 52..56). A table indexes by the low bits and keeps
+/// the top seven as its tag, so the choice is independent of both.
+#[inline]
+fn table_of(fingerprint: u64) -> usize {
+    ((fingerprint >> 48) as usize) & (SHARDS * TABLES_PER_SHARD - 1)
+}
+
 #[inline]
 pub fn shard_of(fingerprint: u64) -> usize {
-    ((fingerprint >> 52) as usize) & (SHARDS - 1)
+    table_of(fingerprint) / TABLES_PER_SHARD
+}
+
+/// The tables of one shard.
+pub struct Shard<'a>(&'a mut [FingerprintSet]);
+
+impl Shard<'_> {
+    /// Insert; whether it was new.
+    #[inline]
+    pub fn insert(&mut self, fingerprint: u64) -> bool {
+        self.0[table_of(fingerprint) % TABLES_PER_SHARD].insert(fingerprint)
+    }
 }
 
 pub struct Visited {
-    shards: Vec<FingerprintSet>,
+    tables: Vec<FingerprintSet>,
 }
 
 impl Visited {
     pub fn new() -> Self {
         Visited {
-            shards: (0..SHARDS).map(|_| FingerprintSet::default()).collect(),
+            tables: (0..SHARDS * TABLES_PER_SHARD)
+                .map(|_| FingerprintSet::default())
+                .collect(),
         }
     }
 
     #[inline]
     pub fn contains(&self, fingerprint: u64) -> bool {
-        self.shards[shard_of(fingerprint)].contains(&fingerprint)
+        self.tables[table_of(fingerprint)].contains(&fingerprint)
     }
 
     /// Sequential insert (the initial state).
     pub fn insert(&mut self, fingerprint: u64) -> bool {
-        self.shards[shard_of(fingerprint)].insert(fingerprint)
+        self.tables[table_of(fingerprint)].insert(fingerprint)
     }
 
-    /// Run `insert_shard(shard, set)` for every shard in parallel.
-    pub fn insert_by_shard(&mut self, insert_shard: impl Fn(usize, &mut FingerprintSet) + Sync) {
-        self.shards
-            .par_iter_mut()
+    /// Run `insert_shard(shard, tables)` for every shard in parallel.
+    pub fn insert_by_shard(&mut self, insert_shard: impl Fn(usize, Shard) + Sync) {
+        self.tables
+            .par_chunks_mut(TABLES_PER_SHARD)
             .enumerate()
-            .for_each(|(shard, set)| insert_shard(shard, set));
+            .for_each(|(shard, tables)| insert_shard(shard, Shard(tables)));
     }
 
     /// Bytes held by the tables: 8 bytes of fingerprint and 1 control byte per slot; a table holds up to 7/8
     /// of its slots.
     pub fn bytes(&self) -> u64 {
-        self.shards
+        self.tables
             .iter()
             .map(|set| set.capacity() as u64 * 8 / 7 * 9)
             .sum()
