@@ -73,7 +73,7 @@ const ROOT: u32 = u32::MAX;
 const UNIT_STATES: usize = 256;
 /// Units per round. After each round the visited set is updated, the bounds are checked and progress is
 /// reported, so this also bounds the memory held by not-yet-merged successors.
-const ROUND_UNITS: usize = 16;
+const ROUND_UNITS: usize = 32;
 
 /// The states of one level, ids consecutive from `first_id`, packed (`model::pack`): a quarter of their
 /// in-memory size, so the frontier moves four times fewer bytes. Two of these are reused level after level
