@@ -58,6 +58,10 @@ pub struct BfsReport {
     pub complete: bool,
     /// Why the search stopped early, if it did.
     pub stopped_by: Option<String>,
+    /// Bytes held by the visited set at the end (fingerprint tables).
+    pub visited_bytes: u64,
+    /// The most bytes the search's own structures held at once (visited set, node table, frontier, buffers).
+    pub peak_bytes: u64,
 }
 
 /// A node of the search tree: how it was first reached. Enough to rebuild any path, in 8 bytes.
@@ -287,6 +291,7 @@ pub fn explore(
     let mut reached = Events::default();
     let mut transitions = 0u64;
     let mut stopped_by = None;
+    let mut peak_bytes = 0u64;
 
     let mut init = world.init_state();
     if options.symmetry {
@@ -389,6 +394,7 @@ pub fn explore(
                     .sum::<usize>();
             let memory =
                 visited.bytes() + (nodes.capacity() * size_of::<Node>()) as u64 + held_bytes as u64;
+            peak_bytes = peak_bytes.max(memory);
             if memory >= options.max_memory_bytes {
                 stopped_by = Some(format!(
                     "max-memory {} bytes reached",
@@ -431,6 +437,8 @@ pub fn explore(
         depth: deepest_expanded,
         complete,
         stopped_by,
+        visited_bytes: visited.bytes(),
+        peak_bytes,
     }
 }
 

@@ -88,6 +88,8 @@ pub fn run(args: &CheckArgs) -> i32 {
                 "depth": report.depth,
                 "complete": report.complete,
                 "stopped_by": report.stopped_by,
+                "visited_bytes_per_state": (report.visited_bytes as f64 / report.states.max(1) as f64 * 10.0).round() / 10.0,
+                "peak_bytes": report.peak_bytes,
                 "counterexample_len": report.shortest_counterexample(),
                 "counterexample_lens": lengths.iter().map(|(p, n)| (p.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
                 "reached": output::reached_names(report.reached),
