@@ -1,0 +1,67 @@
+//! How much faster the exhaustive search is on N threads than on one: `--runs` runs on an N-thread pool, then
+//! as many on a one-thread pool, each keeping its best time (warm, like `vs_stateright`).
+//!
+//! `cargo run --release --example scaling [MODEL] [--threads N] [--runs N]`; the last line is `speedup: X`.
+
+use retrylab::check::{explore, BfsOptions};
+use retrylab::spec::load_model;
+use std::time::{Duration, Instant};
+
+fn main() {
+    let mut model_path = "models/article-sqlite.toml".to_string();
+    let mut threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut runs = 7;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut number = |flag: &str| -> usize {
+            match args.next().and_then(|value| value.parse().ok()) {
+                Some(value) if value > 0 => value,
+                _ => {
+                    eprintln!("error: {flag} needs a positive number");
+                    std::process::exit(2);
+                }
+            }
+        };
+        match arg.as_str() {
+            "--threads" => threads = number("--threads"),
+            "--runs" => runs = number("--runs"),
+            flag if flag.starts_with("--") => {
+                eprintln!("error: unknown flag {flag}");
+                std::process::exit(2);
+            }
+            path => model_path = path.to_string(),
+        }
+    }
+    let model = load_model(std::path::Path::new(&model_path)).unwrap_or_else(|error| {
+        eprintln!("error: {error}");
+        std::process::exit(2);
+    });
+    let pools = [threads, 1].map(|count| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(count)
+            .build()
+            .expect("a thread pool")
+    });
+    let mut best = [Duration::MAX; 2]; // [N threads, 1 thread]
+    let mut states = [0; 2];
+    for (index, pool) in pools.iter().enumerate() {
+        for _ in 0..runs {
+            let started = Instant::now();
+            let report =
+                pool.install(|| explore(&model.world, &BfsOptions::default(), &mut |_, _| {}));
+            best[index] = best[index].min(started.elapsed());
+            states[index] = report.states;
+        }
+    }
+    assert_eq!(states[0], states[1], "the thread count changed the search");
+    println!(
+        "model: {model_path} ({} unique states, best of {runs} runs each)",
+        states[0]
+    );
+    println!("1 thread:  {:.3} s", best[1].as_secs_f64());
+    println!("{threads} threads: {:.3} s", best[0].as_secs_f64());
+    println!(
+        "speedup: {:.2}",
+        best[1].as_secs_f64() / best[0].as_secs_f64()
+    );
+}
