@@ -4,38 +4,17 @@
 //! `cargo run --release --example scaling [MODEL] [--threads N] [--runs N]`; the last line is `speedup: X`.
 
 use retrylab::check::{explore, BfsOptions};
-use retrylab::spec::load_model;
 use std::time::{Duration, Instant};
 
+mod support;
+
 fn main() {
-    let mut model_path = "models/article-sqlite.toml".to_string();
-    let mut threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut runs = 7;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut number = |flag: &str| -> usize {
-            match args.next().and_then(|value| value.parse().ok()) {
-                Some(value) if value > 0 => value,
-                _ => {
-                    eprintln!("error: {flag} needs a positive number");
-                    std::process::exit(2);
-                }
-            }
-        };
-        match arg.as_str() {
-            "--threads" => threads = number("--threads"),
-            "--runs" => runs = number("--runs"),
-            flag if flag.starts_with("--") => {
-                eprintln!("error: unknown flag {flag}");
-                std::process::exit(2);
-            }
-            path => model_path = path.to_string(),
-        }
-    }
-    let model = load_model(std::path::Path::new(&model_path)).unwrap_or_else(|error| {
-        eprintln!("error: {error}");
-        std::process::exit(2);
-    });
+    let support::Args {
+        model_path,
+        threads,
+        runs,
+        model,
+    } = support::args("models/article-sqlite.toml", 7);
     let pools = [threads, 1].map(|count| {
         rayon::ThreadPoolBuilder::new()
             .num_threads(count)

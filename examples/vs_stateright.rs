@@ -9,8 +9,9 @@
 
 use retrylab::check::{explore, BfsOptions};
 use retrylab::model::{Action, State, World};
-use retrylab::spec::load_model;
 use stateright::{Checker, Model, Property};
+
+mod support;
 use std::time::{Duration, Instant};
 
 /// The retrylab world as a stateright model.
@@ -55,53 +56,13 @@ fn keep_best(best: &mut Option<(u64, Duration)>, run: (u64, Duration)) {
     }
 }
 
-struct Args {
-    model: String,
-    threads: usize,
-    runs: usize,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        model: "models/lease-fenced.toml".to_string(),
-        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        runs: 5,
-    };
-    let mut given = std::env::args().skip(1);
-    while let Some(arg) = given.next() {
-        let mut number = |flag: &str| -> Result<usize, String> {
-            given
-                .next()
-                .and_then(|value| value.parse().ok())
-                .filter(|value| *value > 0)
-                .ok_or(format!("{flag} needs a positive number"))
-        };
-        match arg.as_str() {
-            "--threads" => args.threads = number("--threads")?,
-            "--runs" => args.runs = number("--runs")?,
-            flag if flag.starts_with("--") => return Err(format!("unknown flag {flag}")),
-            model => args.model = model.to_string(),
-        }
-    }
-    Ok(args)
-}
-
 fn main() {
-    let args = parse_args().unwrap_or_else(|error| {
-        eprintln!("error: {error}");
-        std::process::exit(2);
-    });
-    let model = match load_model(std::path::Path::new(&args.model)) {
-        Ok(model) => model,
-        Err(error) => {
-            eprintln!("error: {error}");
-            std::process::exit(2);
-        }
-    };
+    let args = support::args("models/lease-fenced.toml", 5);
+    let model = &args.model;
     let threads = args.threads;
     println!(
         "model: {} ({threads} threads each, best of {} runs)",
-        args.model, args.runs
+        args.model_path, args.runs
     );
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)

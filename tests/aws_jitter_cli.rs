@@ -1,32 +1,18 @@
 //! The aws-jitter binary: byte-identical output whatever the thread count, a different seed
 //! gives different data, bad flags give one line and exit code 2.
 
+mod storms_support;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+use storms_support::{read_all, run_binary};
 
 fn aws_jitter(args: &[&str]) -> Output {
     aws_jitter_in(Path::new("."), args)
 }
 
 fn aws_jitter_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_aws-jitter"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut entries: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let path = e.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read(&path).unwrap())
-        })
-        .collect();
-    entries.sort();
-    entries
+    run_binary(env!("CARGO_BIN_EXE_aws-jitter"), dir, args)
 }
 
 #[test]
@@ -41,7 +27,7 @@ fn output_is_byte_identical_whatever_the_thread_count() {
         args.extend(["--seed", seed, "--threads", threads]);
         let output = aws_jitter_in(&cwd, &args);
         assert!(output.status.success(), "{output:?}");
-        files(&cwd.join("out"))
+        read_all(&cwd.join("out"))
     };
     let one = run("1", "9");
     let two = run("2", "9");

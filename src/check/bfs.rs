@@ -159,12 +159,6 @@ struct Output {
     at_rest: Vec<(u32, Property)>,
 }
 
-fn violates_safety(events: Events) -> bool {
-    Property::ALL
-        .into_iter()
-        .any(|property| property.kind() == PropertyKind::Always && property.violated_by(events))
-}
-
 /// Expand the states `units` of `level` into `out`. Successors already visited are dropped here, in
 /// parallel, so the merge only sees states that may be new.
 fn expand_unit(
@@ -175,6 +169,7 @@ fn expand_unit(
     symmetry: bool,
     out: &mut Output,
 ) {
+    let violating = Property::any_violating_events();
     out.bytes.clear();
     out.candidates.clear();
     out.by_shard.iter_mut().for_each(Vec::clear);
@@ -206,7 +201,7 @@ fn expand_unit(
                 next = world.canonicalize(&next).0;
             }
             out.seen_events = out.seen_events.union(events);
-            if violates_safety(events) {
+            if events.intersects(violating) {
                 out.violations.push((parent, index as u16, events));
             }
             let start = out.bytes.len();
@@ -359,7 +354,7 @@ pub fn explore(
                 reached = reached.union(out.seen_events);
                 for &(parent, action_index, events) in &out.violations {
                     for property in Property::ALL {
-                        if property.kind() == PropertyKind::Always && property.violated_by(events) {
+                        if property.violated_by(events) {
                             found
                                 .entry(property)
                                 .or_insert((parent, Some(action_index)));

@@ -116,7 +116,7 @@ impl Event {
             .find(|event| event.scenario_name() == name)
     }
 
-    fn bit(self) -> u32 {
+    const fn bit(self) -> u32 {
         1 << (self as u8)
     }
 }
@@ -126,6 +126,22 @@ impl Event {
 pub struct Events(u32);
 
 impl Events {
+    /// The set of `events`.
+    pub const fn of(events: &[Event]) -> Events {
+        let mut bits = 0;
+        let mut index = 0;
+        while index < events.len() {
+            bits |= events[index].bit();
+            index += 1;
+        }
+        Events(bits)
+    }
+
+    /// Whether the two sets share an event.
+    pub fn intersects(self, other: Events) -> bool {
+        self.0 & other.0 != 0
+    }
+
     pub fn add(&mut self, event: Event) {
         self.0 |= event.bit();
     }

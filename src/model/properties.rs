@@ -75,18 +75,32 @@ impl Property {
         }
     }
 
+    /// The events that violate this (safety) property when a transition has one of them; none for liveness.
+    pub const fn violating_events(self) -> Events {
+        match self {
+            Property::NoDuplicateEffect => Events::of(&[Event::DuplicateEffect]),
+            Property::NoLostEffect => Events::of(&[Event::SuccessWithoutEffect]),
+            Property::ConsistentReplay => Events::of(&[Event::InconsistentReplay]),
+            Property::NoCrossClientResponse => Events::of(&[Event::CrossClientResponse]),
+            Property::ConflictCodes => {
+                Events::of(&[Event::MismatchForSameBody, Event::ConflictWithoutOwner])
+            }
+            Property::NoStuckKey | Property::EventuallyResolves => Events::of(&[]),
+        }
+    }
+
     /// Whether a transition with these events violates this (safety) property.
     pub fn violated_by(self, events: Events) -> bool {
-        match self {
-            Property::NoDuplicateEffect => events.has(Event::DuplicateEffect),
-            Property::NoLostEffect => events.has(Event::SuccessWithoutEffect),
-            Property::ConsistentReplay => events.has(Event::InconsistentReplay),
-            Property::NoCrossClientResponse => events.has(Event::CrossClientResponse),
-            Property::ConflictCodes => {
-                events.has(Event::MismatchForSameBody) || events.has(Event::ConflictWithoutOwner)
-            }
-            Property::NoStuckKey | Property::EventuallyResolves => false,
-        }
+        events.intersects(self.violating_events())
+    }
+
+    /// Events that violate some safety property: a transition without any needs no further look.
+    pub fn any_violating_events() -> Events {
+        Property::ALL
+            .into_iter()
+            .fold(Events::default(), |all, property| {
+                all.union(property.violating_events())
+            })
     }
 
     /// Whether a quiescent state violates this (liveness) property.

@@ -75,12 +75,7 @@ impl BrookerConfig {
                 self.failure_permille
             ));
         }
-        if !(self.leg_ms.is_finite() && self.leg_ms >= 0.0) {
-            return Err(format!(
-                "leg_ms must be finite and >= 0, got {}",
-                self.leg_ms
-            ));
-        }
+        super::check_leg_ms(self.leg_ms)?;
         if !(self.duration_ms.is_finite()
             && self.duration_ms > 0.0
             && self.duration_ms <= DURATION_MS_MAX)

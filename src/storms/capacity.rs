@@ -113,12 +113,7 @@ impl CapacityConfig {
         positive("timeout_ms", self.timeout_ms, 600_000.0)?;
         positive("duration_ms", self.duration_ms, DURATION_MS_MAX)?;
         positive("bin_ms", self.bin_ms, self.duration_ms)?;
-        if !(self.leg_ms.is_finite() && self.leg_ms >= 0.0) {
-            return Err(format!(
-                "leg_ms must be finite and >= 0, got {}",
-                self.leg_ms
-            ));
-        }
+        super::check_leg_ms(self.leg_ms)?;
         if !(self.trigger_start_ms >= 0.0
             && self.trigger_ms >= 0.0
             && self.trigger_end_ms() <= self.duration_ms)

@@ -81,12 +81,7 @@ impl LayerConfig {
                 self.attempts_per_layer
             ));
         }
-        if !(self.leg_ms.is_finite() && self.leg_ms >= 0.0) {
-            return Err(format!(
-                "leg_ms must be finite and >= 0, got {}",
-                self.leg_ms
-            ));
-        }
+        super::check_leg_ms(self.leg_ms)?;
         Ok(())
     }
 }

@@ -18,6 +18,15 @@ pub mod client;
 pub mod harness;
 pub mod layers;
 
+/// The one-way network delay of a world's config: finite and not negative.
+pub(crate) fn check_leg_ms(leg_ms: f64) -> Result<(), String> {
+    if leg_ms.is_finite() && leg_ms >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!("leg_ms must be finite and >= 0, got {leg_ms}"))
+    }
+}
+
 /// Runs `model` on a fresh queue of at most `queue_len_max` pending events until it drains; a
 /// run cut short by the event bound is an error, never a result.
 pub fn run_drained<M: Model>(

@@ -1,5 +1,6 @@
-//! Shared checks of the storm binaries: byte-identical output whatever the thread count, and one
+//! Shared checks of the experiment binaries: byte-identical output whatever the thread count, and one
 //! line with exit code 2 on bad flags.
+#![allow(dead_code)] // aws_jitter_cli.rs uses only the runner and the file reader
 
 use std::path::Path;
 use std::process::{Command, Output};
