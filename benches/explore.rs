@@ -4,7 +4,7 @@
 //!     cargo bench --bench explore
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use retrylab::check::{explore, simulate, BfsOptions, SimulateOptions};
+use retrylab::check::Model as _;
 use retrylab::spec::load_model;
 use std::path::Path;
 
@@ -13,11 +13,7 @@ fn bfs(c: &mut Criterion) {
     let mut group = c.benchmark_group("bfs");
     group.sample_size(10);
     for symmetry in [false, true] {
-        let options = BfsOptions {
-            symmetry,
-            ..BfsOptions::default()
-        };
-        let states = explore(&model.world, &options, &mut |_, _| {}).states;
+        let states = model.world.checker().symmetry(symmetry).bfs().states;
         group.throughput(Throughput::Elements(states));
         let name = if symmetry {
             "lease-fenced-symmetry"
@@ -25,7 +21,7 @@ fn bfs(c: &mut Criterion) {
             "lease-fenced"
         };
         group.bench_function(name, |b| {
-            b.iter(|| explore(&model.world, &options, &mut |_, _| {}))
+            b.iter(|| model.world.checker().symmetry(symmetry).bfs())
         });
     }
     group.finish();
@@ -33,18 +29,13 @@ fn bfs(c: &mut Criterion) {
 
 fn walks(c: &mut Criterion) {
     let model = load_model(Path::new("models/article-sqlite.toml")).expect("the model parses");
-    let options = SimulateOptions {
-        first_seed: 0,
-        seeds: 1000,
-        max_depth: 400,
-        shard: None,
-    };
-    let steps = simulate(&model.world, &options, &|_| {}).steps;
+    let walks = || model.world.checker().max_depth(400).walks(0, 1000);
+    let steps = walks().states;
     let mut group = c.benchmark_group("walks");
     group.sample_size(10);
     group.throughput(Throughput::Elements(steps));
     group.bench_function("article-1000-seeds", |b| {
-        b.iter(|| simulate(&model.world, &options, &|_| {}))
+        b.iter(walks)
     });
     group.finish();
 }

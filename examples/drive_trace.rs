@@ -4,7 +4,6 @@
 //! Prints what every step called on the real store and where the real store's first duplicate payment appeared,
 //! next to the model's. Exit codes: 0 real code and model agreed, 1 they diverged, 2 bad input.
 
-use retrylab::check;
 use retrylab::model::Action;
 use retrylab::real::drive::{DriveError, DriveReport, Driver};
 use retrylab::real::{KeyStore, MemoryStore, SqliteStore, StdLock, Tables};
@@ -26,7 +25,7 @@ fn main() -> ExitCode {
         Ok(text) => text,
         Err(error) => return bad_input(&format!("drive_trace: cannot read {path}: {error}")),
     };
-    let trace = match check::parse_trace(&path, &text) {
+    let trace = match spec::parse_trace(&path, &text) {
         Ok(trace) => trace,
         Err(error) => return bad_input(&format!("drive_trace: {error}")),
     };

@@ -3,7 +3,7 @@
 //!
 //! `cargo run --release --example scaling [MODEL] [--threads N] [--runs N]`; the last line is `speedup: X`.
 
-use retrylab::check::{explore, BfsOptions};
+use retrylab::check::Model as _;
 use std::time::{Duration, Instant};
 
 mod support;
@@ -26,8 +26,7 @@ fn main() {
     for (index, pool) in pools.iter().enumerate() {
         for _ in 0..runs {
             let started = Instant::now();
-            let report =
-                pool.install(|| explore(&model.world, &BfsOptions::default(), &mut |_, _| {}));
+            let report = pool.install(|| model.world.checker().bfs());
             best[index] = best[index].min(started.elapsed());
             states[index] = report.states;
         }

@@ -7,7 +7,7 @@
 //! retrylab's unique states per second over stateright's. Each checker runs `--runs` times (default 5) in a
 //! row and keeps its best time: the machine may be busy, and a first run pays for warming up.
 
-use retrylab::check::{explore, BfsOptions};
+use retrylab::check::Model as _;
 use retrylab::model::{Action, State, World};
 use stateright::{Checker, Model, Property};
 
@@ -74,7 +74,7 @@ fn main() {
             &mut ours,
             pool.install(|| {
                 let started = Instant::now();
-                let report = explore(&model.world, &BfsOptions::default(), &mut |_, _| {});
+                let report = model.world.checker().bfs();
                 (report.states, started.elapsed())
             }),
         );

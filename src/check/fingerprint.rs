@@ -1,15 +1,15 @@
 //! State fingerprints for the visited set: XXH3-64 (a published, fixed algorithm, seed 0) of the state's
-//! injective byte packing (`model::pack`). Two distinct states colliding on 64 bits would merge them; at 10^8
-//! states the chance is about 3 in 10^4.
+//! injective byte packing (`Model::pack`), or XXH64 (seed 0) of its `Hash` for models that do not pack. Two
+//! distinct states colliding on 64 bits would merge them; at 10^8 states the chance is about 3 in 10^4.
 
-use crate::model::{pack, State};
-use std::hash::{BuildHasherDefault, Hasher};
-use twox_hash::XxHash3_64;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use twox_hash::{XxHash3_64, XxHash64};
 
-pub fn state_fingerprint(state: &State) -> u64 {
-    let mut bytes = Vec::with_capacity(256);
-    pack(state, &mut bytes);
-    packed_fingerprint(&bytes)
+/// The fingerprint of a state that is not packed: its `Hash`, streamed through XXH64 (which allocates nothing).
+pub fn hashed_fingerprint<T: Hash>(state: &T) -> u64 {
+    let mut hasher = XxHash64::with_seed(0);
+    state.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The fingerprint of a state from its packing.

@@ -1,19 +1,36 @@
-//! Explorers over a world: exhaustive breadth-first search (shortest counterexamples), seeded swarm random walks,
-//! and strict replay of a saved trace. Verdicts are honest: a search cut short says `incomplete`, never `holds`.
+//! The model checker, generic over any protocol written as a [`Model`]: exhaustive breadth-first search
+//! (shortest counterexamples), seeded swarm random walks, and strict replay of a saved trace, all through one
+//! builder ([`Checker`]) and one [`Report`]. Verdicts are honest: a search cut short says `incomplete`, never
+//! `holds`. This module knows no world and no file format.
 
 mod bfs;
+mod checker;
+mod expand;
 mod fingerprint;
+mod graph;
+mod judge;
+mod level;
+mod model;
 mod path;
+mod plan;
+mod property;
+mod report;
+mod trace;
+mod verdicts;
 mod visited;
-
 mod walk;
 
-pub use bfs::{explore, BfsOptions, BfsReport};
-pub use fingerprint::state_fingerprint;
-pub use path::{rebuild_path, rebuild_path_reduced, timeline, TimelineStep};
-pub mod trace;
-pub use trace::{parse_trace, replay, ReplayOutcome, Trace, TRACE_FORMAT, TRACE_VERSION};
-pub use walk::{simulate, walk_seed, SimulateOptions, SimulateReport, WalkResult};
+#[cfg(test)]
+mod toys;
+
+pub use checker::{replay_path, Bounds, Checker, Diverged, Progress};
+pub use fingerprint::hashed_fingerprint;
+pub use model::{Model, Observation, ACYCLIC_CHECK_STATES};
+pub use path::{rebuild_path, rebuild_path_reduced, timeline, Run, TimelineStep};
+pub use property::{Kind, Property};
+pub use report::{compare, Comparison, Expected, Method, PropertyReport, Report};
+pub use trace::{Trace, TraceError, TRACE_FORMAT, TRACE_VERSION};
+pub use walk::{walk_seed, Seeds, WalkResult};
 
 use serde::{Deserialize, Serialize};
 

@@ -1,92 +1,105 @@
 //! Paths through the state space: rebuilt from action indices, and turned into a numbered timeline.
 
-use crate::model::{Action, Events, State, World};
+use super::model::Model;
 use serde::{Deserialize, Serialize};
 
-/// Re-run a path found on canonical states (symmetry reduction) and return it as actions of the unreduced model.
-/// `sigma` maps the real state to the canonical one at each step; the path's actions are picked in canonical
-/// terms and translated back.
-pub fn rebuild_path_reduced(world: &World, indices: &[u16]) -> Vec<Action> {
-    let mut real = world.init_state();
-    let (mut canonical, mut sigma) = world.canonicalize(&real);
+/// Re-run a path given as "the i-th enabled action" at each step, returning the actions.
+pub fn rebuild_path<M: Model>(model: &M, indices: &[u16]) -> Vec<M::Action> {
+    let mut state = model.init_state();
+    let mut enabled = Vec::new();
+    let mut actions = Vec::with_capacity(indices.len());
+    for &index in indices {
+        model.actions(&state, &mut enabled);
+        let action = enabled[index as usize].clone();
+        model.apply(&mut state, &action);
+        actions.push(action);
+    }
+    actions
+}
+
+/// The canonical form of a state (itself when the model has no symmetry).
+fn canonical<M: Model>(model: &M, state: &M::State) -> M::State {
+    model.canonicalize(state).unwrap_or_else(|| state.clone())
+}
+
+/// Re-run a path found on canonical states (symmetry reduction) and return it as actions of the unreduced
+/// model: at each step, the first real action whose successor has the canonical form the reduced search
+/// reached. One exists, since the real state is symmetric to the canonical one and the transition relation
+/// respects the symmetry.
+pub fn rebuild_path_reduced<M: Model>(model: &M, indices: &[u16]) -> Vec<M::Action> {
+    let mut real = model.init_state();
+    let mut reduced = canonical(model, &real);
     let mut enabled = Vec::new();
     let mut real_enabled = Vec::new();
     let mut actions = Vec::with_capacity(indices.len());
     for &index in indices {
-        world.actions(&canonical, &mut enabled);
-        let chosen = enabled[index as usize];
-        let mut action = sigma.action_back(world, &chosen);
-        // The unreduced model hands a request to the lowest idle process; idle processes are interchangeable, so
-        // swap the labels of the two idle ones and keep going.
-        if let Action::DeliverRequest { request, proc } = action {
-            world.actions(&real, &mut real_enabled);
-            let lowest = real_enabled.iter().find_map(|candidate| match candidate {
-                Action::DeliverRequest { proc, .. } => Some(*proc),
-                _ => None,
-            });
-            if let Some(lowest) = lowest.filter(|lowest| *lowest != proc) {
-                sigma.swap_procs(proc, lowest);
-                action = Action::DeliverRequest {
-                    request,
-                    proc: lowest,
-                };
-            }
-        }
-        real = world.next_state(&real, &action).0;
-        let successor = world.next_state(&canonical, &chosen).0;
-        let (next_canonical, tau) = world.canonicalize(&successor);
-        sigma = sigma.then(&tau);
-        canonical = next_canonical;
+        model.actions(&reduced, &mut enabled);
+        let mut successor = reduced.clone();
+        model.apply(&mut successor, &enabled[index as usize]);
+        let target = canonical(model, &successor);
+        model.actions(&real, &mut real_enabled);
+        let (action, next) = real_enabled
+            .iter()
+            .find_map(|action| {
+                let mut next = real.clone();
+                model.apply(&mut next, action);
+                (canonical(model, &next) == target).then(|| (action.clone(), next))
+            })
+            .expect("a symmetric model has a real action for every reduced one");
         actions.push(action);
+        real = next;
+        reduced = target;
     }
     actions
 }
 
-/// Re-run a path given as "the i-th enabled action" at each step, returning the actions.
-pub fn rebuild_path(world: &World, indices: &[u16]) -> Vec<Action> {
-    let mut state = world.init_state();
-    let mut enabled = Vec::new();
-    let mut actions = Vec::with_capacity(indices.len());
-    for &index in indices {
-        world.actions(&state, &mut enabled);
-        let action = enabled[index as usize];
-        state = world.next_state(&state, &action).0;
-        actions.push(action);
-    }
-    actions
-}
-
+/// One step of a timeline.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TimelineStep {
+pub struct TimelineStep<A> {
     pub step: usize,
-    pub action: Action,
+    pub action: A,
     pub text: String,
 }
 
-/// Run `actions` from the initial state, checking each is enabled, and describe every step.
-/// Returns the timeline, the final state and the events of each step, or the 1-based step that diverged.
-pub fn timeline(
-    world: &World,
-    actions: &[Action],
-) -> Result<(Vec<TimelineStep>, State, Vec<Events>), usize> {
-    let mut state = world.init_state();
+/// A path run from the initial state: each step described, the states after each step, and what each observed.
+pub struct Run<M: Model> {
+    pub steps: Vec<TimelineStep<M::Action>>,
+    /// `states[0]` is the initial state; `states[i]` the state after step `i`.
+    pub states: Vec<M::State>,
+    pub observed: Vec<M::Obs>,
+}
+
+impl<M: Model> Run<M> {
+    pub fn last_state(&self) -> &M::State {
+        self.states.last().expect("a run has its initial state")
+    }
+}
+
+/// Run `actions` from the initial state, checking each is enabled, and describe every step. Returns the run, or
+/// the 1-based step whose action is not enabled.
+pub fn timeline<M: Model>(model: &M, actions: &[M::Action]) -> Result<Run<M>, usize> {
+    let mut state = model.init_state();
     let mut enabled = Vec::new();
-    let mut steps = Vec::with_capacity(actions.len());
-    let mut all_events = Vec::with_capacity(actions.len());
+    let mut run = Run {
+        steps: Vec::with_capacity(actions.len()),
+        states: Vec::with_capacity(actions.len() + 1),
+        observed: Vec::with_capacity(actions.len()),
+    };
+    run.states.push(state.clone());
     for (index, action) in actions.iter().enumerate() {
-        world.actions(&state, &mut enabled);
+        model.actions(&state, &mut enabled);
         if !enabled.contains(action) {
             return Err(index + 1);
         }
-        let (next, events) = world.next_state(&state, action);
-        let text = world.describe(&state, action, &next, events);
-        steps.push(TimelineStep {
+        let before = state.clone();
+        let observed = model.apply(&mut state, action);
+        run.steps.push(TimelineStep {
             step: index + 1,
-            action: *action,
-            text,
+            action: action.clone(),
+            text: model.describe_step(&before, action, &state, observed),
         });
-        all_events.push(events);
-        state = next;
+        run.observed.push(observed);
+        run.states.push(state.clone());
     }
-    Ok((steps, state, all_events))
+    Ok(run)
 }

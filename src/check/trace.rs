@@ -1,46 +1,62 @@
-//! Versioned JSON traces: a counterexample as data, replayed strictly (a step that is not enabled is an error).
+//! Versioned JSON traces: a path as data, generic over the model's action type. A trace keeps the text the
+//! model was built from (a model file, a handler's name and settings: whatever the caller wants) as an opaque
+//! string, so it replays even after that file changed or moved; turning the text back into a model is the
+//! caller's part (`spec::replay_trace` for model files).
 
-use super::path::{timeline, TimelineStep};
-use crate::model::{Property, PropertyKind};
-use crate::spec::{self, Model, SpecError};
+use super::path::TimelineStep;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub const TRACE_FORMAT: &str = "retrylab-trace";
 pub const TRACE_VERSION: u32 = 1;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Trace {
+pub struct Trace<A> {
     pub format: String,
     pub version: u32,
-    /// The model file's path, as given on the command line.
+    /// Where the model came from (a model file's path, as given on the command line).
     pub model: String,
-    /// The model file's text: a trace replays even after the file changed or moved.
+    /// The model's own text, opaque to the checker.
     pub model_source: String,
-    /// The property the trace violates.
+    /// The property the trace decides.
     pub property: String,
-    /// `bfs` (a shortest counterexample) or `random-walk`.
+    /// `bfs` (a shortest counterexample), `random-walk` or `by-hand`.
     pub found_by: String,
     /// The walk's seed, for `random-walk`.
     pub seed: Option<u64>,
-    pub steps: Vec<TimelineStep>,
+    /// A lasso: the last state is the state after this many steps (a cycle that never reaches the goal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycle_from: Option<usize>,
+    pub steps: Vec<TimelineStep<A>>,
 }
 
-impl Trace {
+/// Why a trace file could not be read: 1-based line and column (0: the whole file), and the field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceError {
+    pub line: usize,
+    pub column: usize,
+    pub field: String,
+    pub message: String,
+}
+
+impl<A: Serialize + DeserializeOwned> Trace<A> {
     pub fn new(
-        model: &Model,
-        property: Property,
+        model: &str,
+        model_source: &str,
+        property: &str,
         found_by: &str,
         seed: Option<u64>,
-        steps: Vec<TimelineStep>,
-    ) -> Trace {
+        steps: Vec<TimelineStep<A>>,
+    ) -> Trace<A> {
         Trace {
             format: TRACE_FORMAT.to_string(),
             version: TRACE_VERSION,
-            model: model.path.clone(),
-            model_source: model.source_text.clone(),
-            property: property.name().to_string(),
+            model: model.to_string(),
+            model_source: model_source.to_string(),
+            property: property.to_string(),
             found_by: found_by.to_string(),
             seed,
+            cycle_from: None,
             steps,
         }
     }
@@ -50,76 +66,26 @@ impl Trace {
         text.push('\n');
         text
     }
-}
 
-/// What replaying a trace showed.
-#[derive(Clone, Debug)]
-pub struct ReplayOutcome {
-    pub model: Model,
-    pub property: Property,
-    pub steps: Vec<TimelineStep>,
-    /// The 1-based step at which the property was violated, if it was.
-    pub violated_at: Option<usize>,
-}
-
-/// Parse a trace file's text (`file` names it in errors).
-pub fn parse_trace(file: &str, text: &str) -> Result<Trace, SpecError> {
-    let trace: Trace = serde_json::from_str(text).map_err(|error| SpecError {
-        file: file.to_string(),
-        line: error.line(),
-        column: error.column(),
-        field: String::new(),
-        message: error.to_string(),
-    })?;
-    if trace.format != TRACE_FORMAT || trace.version != TRACE_VERSION {
-        return Err(SpecError::whole_file(
-            file,
-            "format",
-            &format!(
-                "not a {TRACE_FORMAT} version {TRACE_VERSION} file (found {} version {})",
-                trace.format, trace.version
-            ),
-        ));
-    }
-    Ok(trace)
-}
-
-/// Replay a trace against its embedded model, strictly.
-pub fn replay(file: &str, trace: &Trace) -> Result<ReplayOutcome, SpecError> {
-    let model = spec::parse_model(&trace.model, &trace.model_source)?;
-    let property = Property::by_name(&trace.property).ok_or_else(|| {
-        SpecError::whole_file(
-            file,
-            "property",
-            &format!("unknown property '{}'", trace.property),
-        )
-    })?;
-    let actions: Vec<_> = trace.steps.iter().map(|step| step.action).collect();
-    let (steps, last, events) = timeline(&model.world, &actions).map_err(|step| {
-        SpecError::whole_file(
-            file,
-            "steps",
-            &format!("the trace diverges at step {step}: its action is not enabled in the model"),
-        )
-    })?;
-    let violated_at = match property.kind() {
-        PropertyKind::Always => events
-            .iter()
-            .position(|events| property.violated_by(*events))
-            .map(|at| at + 1),
-        PropertyKind::Eventually => {
-            let mut enabled = Vec::new();
-            model.world.actions(&last, &mut enabled);
-            let at_rest = enabled
-                .iter()
-                .all(|action| model.world.is_fault(&last, action));
-            (at_rest && property.violated_at_rest(&model.world, &last)).then_some(steps.len())
+    /// Parse a trace file's text, checking its format and version.
+    pub fn from_json(text: &str) -> Result<Trace<A>, TraceError> {
+        let trace: Trace<A> = serde_json::from_str(text).map_err(|error| TraceError {
+            line: error.line(),
+            column: error.column(),
+            field: String::new(),
+            message: error.to_string(),
+        })?;
+        if trace.format != TRACE_FORMAT || trace.version != TRACE_VERSION {
+            return Err(TraceError {
+                line: 0,
+                column: 0,
+                field: "format".to_string(),
+                message: format!(
+                    "not a {TRACE_FORMAT} version {TRACE_VERSION} file (found {} version {})",
+                    trace.format, trace.version
+                ),
+            });
         }
-    };
-    Ok(ReplayOutcome {
-        model,
-        property,
-        steps,
-        violated_at,
-    })
+        Ok(trace)
+    }
 }

@@ -1,164 +1,162 @@
-//! Seeded random walks with swarm testing: each seed first draws its own fault mix (a budget between zero and the
-//! model's for every fault kind), then walks choosing uniformly among the enabled actions. The generator is
-//! ChaCha8 (rand_chacha), seeded with the walk's seed alone, so a seed is the whole reproduction.
+//! Seeded random walks with swarm testing: each seed first lets the model draw its own variant
+//! (`Model::swarm`: for the built-in worlds, a budget between zero and the model's for every fault kind), then
+//! walks choosing uniformly among the enabled actions. The generator is ChaCha8 (rand_chacha), seeded with the
+//! walk's seed alone, so a seed is the whole reproduction.
 
-use super::Verdict;
-use crate::model::{Action, Faults, Property, PropertyKind, World};
+use super::judge::PathJudge;
+use super::model::Model;
+use super::plan::Plan;
+use super::property::Kind;
+use super::{Method, PropertyReport, Report, Verdict};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use std::collections::BTreeMap;
-
-#[derive(Clone, Debug)]
-pub struct SimulateOptions {
-    pub first_seed: u64,
-    pub seeds: u64,
-    /// Steps per walk at most.
-    pub max_depth: u32,
-    /// Run only shard `k` of `n` (1-based): the seeds whose offset from `first_seed` is `k - 1` modulo `n`. The
-    /// shards of one run partition its seeds, so a job array can run them and `retrylab merge` combine them.
-    pub shard: Option<(u64, u64)>,
-}
 
 /// One walk's findings.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WalkResult {
+pub struct WalkResult<A> {
     pub seed: u64,
-    /// The fault budgets this seed drew.
-    pub faults: Faults,
-    /// The path up to the first violation of each property.
-    pub violations: BTreeMap<Property, Vec<Action>>,
+    /// Per property (model order): the path up to where it was decided (a violation, or a `sometimes` witness).
+    pub decided: Vec<Option<Vec<A>>>,
     pub steps: usize,
-    pub reached: crate::model::Events,
-    /// Whether the walk ended at rest (rather than at `max_depth`).
+    /// Whether the walk ended at rest (rather than at the step bound).
     pub finished: bool,
 }
 
-/// Draw this seed's fault mix: each budget uniformly between 0 and the model's.
-fn swarm_faults(world: &World, rng: &mut ChaCha8Rng) -> Faults {
-    let mut budgets = world.faults.as_array();
-    for budget in budgets.iter_mut() {
-        *budget = rng.random_range(0..=*budget);
-    }
-    Faults::from_array(budgets)
+/// Walk one seed of `model` for at most `max_depth` steps.
+pub fn walk_seed<M: Model>(model: &M, seed: u64, max_depth: u32) -> WalkResult<M::Action> {
+    let plan = Plan::new(model);
+    walk(model, &plan, seed, max_depth).0
 }
 
-pub fn walk_seed(world: &World, seed: u64, max_depth: u32) -> WalkResult {
+fn walk<M: Model>(
+    model: &M,
+    plan: &Plan<M>,
+    seed: u64,
+    max_depth: u32,
+) -> (WalkResult<M::Action>, M::Obs) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let faults = swarm_faults(world, &mut rng);
-    // Walk in a world with the drawn (smaller) budgets. Its paths are paths of the declared world too, since
-    // every budget only shrank, so a trace found here replays against the model file as written.
-    let swarm = World {
-        faults,
-        ..world.clone()
-    };
-    let mut state = swarm.init_state();
+    // Walk the swarm variant: its paths are paths of the model too, so a trace found here replays against the
+    // model as written.
+    let swarm = model.swarm(&mut rng);
+    let walked = swarm.as_ref().unwrap_or(model);
+    let mut judge = PathJudge::new(walked, plan);
+    let mut state = walked.init_state();
     let mut path = Vec::new();
     let mut actions = Vec::new();
-    let mut violations = BTreeMap::new();
-    let mut reached = crate::model::Events::default();
     let mut finished = false;
-    for _ in 0..max_depth {
-        swarm.actions(&state, &mut actions);
-        if actions.iter().all(|action| swarm.is_fault(&state, action)) {
-            for property in Property::ALL {
-                if property.kind() == PropertyKind::Eventually
-                    && property.violated_at_rest(&swarm, &state)
-                {
-                    violations.entry(property).or_insert_with(|| path.clone());
-                }
-            }
+    for _ in 0..=max_depth {
+        walked.actions(&state, &mut actions);
+        let at_rest = actions.iter().all(|action| walked.is_fault(&state, action));
+        judge.visit(&state, at_rest);
+        if at_rest {
             finished = true;
             break;
         }
-        let action = actions[rng.random_range(0..actions.len())];
-        let (next, events) = swarm.next_state(&state, &action);
-        path.push(action);
-        reached = reached.union(events);
-        for property in Property::ALL {
-            if property.violated_by(events) {
-                violations.entry(property).or_insert_with(|| path.clone());
-            }
+        if path.len() == max_depth as usize {
+            break;
         }
-        state = next;
+        let action = actions[rng.random_range(0..actions.len())].clone();
+        let fault = walked.is_fault(&state, &action);
+        let observed = walked.apply(&mut state, &action);
+        judge.transition(observed, fault);
+        path.push(action);
     }
-    WalkResult {
+    judge.finish(finished);
+    let decided = judge
+        .at_step
+        .iter()
+        .map(|at| at.map(|steps| path[..steps].to_vec()))
+        .collect();
+    let result = WalkResult {
         seed,
-        faults,
-        violations,
+        decided,
         steps: path.len(),
-        reached,
         finished,
-    }
+    };
+    (result, judge.observed)
 }
 
-#[derive(Clone, Debug)]
-pub struct SimulateReport {
-    /// `violated` where some walk violated the property, `incomplete` otherwise: walks never prove anything.
-    pub verdicts: BTreeMap<Property, Verdict>,
-    /// Shortest counterexample per property (the lowest seed among equally short ones), with its seed.
-    pub counterexamples: BTreeMap<Property, (u64, Vec<Action>)>,
-    pub reached: crate::model::Events,
-    pub walks: u64,
-    pub steps: u64,
-    /// Walks cut by `max_depth` before coming to rest.
-    pub cut_walks: u64,
+/// Which seeds a run walks: `count` seeds from `first`, or shard `k` of `n` of them (1-based: the seeds whose
+/// offset from `first` is `k - 1` modulo `n`). The shards of one run partition its seeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seeds {
+    pub first: u64,
+    pub count: u64,
+    pub shard: Option<(u64, u64)>,
+}
+
+impl Seeds {
+    pub fn list(&self) -> Vec<u64> {
+        (0..self.count)
+            .filter(|offset| self.shard.is_none_or(|(k, n)| offset % n == k - 1))
+            .map(|offset| self.first.wrapping_add(offset))
+            .collect()
+    }
 }
 
 /// Run the seeds (in parallel; results are merged in seed order, so the report does not depend on threads).
-pub fn simulate(
-    world: &World,
-    options: &SimulateOptions,
+/// Per property the path kept is the shortest, the lowest seed among equally short ones.
+pub(crate) fn simulate<M: Model>(
+    model: &M,
+    seeds: &Seeds,
+    max_depth: u32,
     on_progress: &(dyn Fn(u64) + Sync),
-) -> SimulateReport {
-    let seeds: Vec<u64> = (0..options.seeds)
-        .filter(|offset| options.shard.is_none_or(|(k, n)| offset % n == k - 1))
-        .map(|offset| options.first_seed.wrapping_add(offset))
-        .collect();
-    let walks = seeds.len() as u64;
-    let results: Vec<WalkResult> = seeds
+) -> Report<M> {
+    let plan = Plan::new(model);
+    let seeds = seeds.list();
+    let results: Vec<(WalkResult<M::Action>, M::Obs)> = seeds
         .par_iter()
         .map(|&seed| {
-            let result = walk_seed(world, seed, options.max_depth);
+            let result = walk(model, &plan, seed, max_depth);
             on_progress(1);
             result
         })
         .collect();
-    let mut counterexamples: BTreeMap<Property, (u64, Vec<Action>)> = BTreeMap::new();
-    let mut reached = crate::model::Events::default();
-    let mut steps = 0u64;
-    let mut cut_walks = 0u64;
-    for result in results {
+    let mut best: Vec<Option<(u64, Vec<M::Action>)>> = vec![None; plan.properties.len()];
+    let mut observed = M::Obs::default();
+    let (mut steps, mut cut_walks) = (0u64, 0u64);
+    for (result, walk_observed) in results {
         steps += result.steps as u64;
         cut_walks += u64::from(!result.finished);
-        reached = reached.union(result.reached);
-        for (property, path) in result.violations {
-            let better = match counterexamples.get(&property) {
-                Some((_, best)) => path.len() < best.len(),
-                None => true,
-            };
-            if better {
-                counterexamples.insert(property, (result.seed, path));
+        observed = super::Observation::union(observed, walk_observed);
+        for (slot, decided) in best.iter_mut().zip(result.decided) {
+            let Some(path) = decided else { continue };
+            if slot.as_ref().is_none_or(|(_, kept)| path.len() < kept.len()) {
+                *slot = Some((result.seed, path));
             }
         }
     }
-    let verdicts = Property::ALL
-        .into_iter()
-        .map(|property| {
-            let verdict = if counterexamples.contains_key(&property) {
-                Verdict::Violated
-            } else {
-                Verdict::Incomplete
-            };
-            (property, verdict)
+    let properties = plan
+        .properties
+        .iter()
+        .zip(best)
+        .map(|(property, best)| PropertyReport {
+            name: property.name.clone(),
+            kind: property.kind,
+            verdict: match (property.kind, best.is_some()) {
+                (Kind::Sometimes, true) => Verdict::Holds,
+                (_, true) => Verdict::Violated,
+                (_, false) => Verdict::Incomplete,
+            },
+            seed: best.as_ref().map(|(seed, _)| *seed),
+            path: best.map(|(_, path)| path),
+            cycle_from: None,
+            at_step: None,
         })
         .collect();
-    SimulateReport {
-        verdicts,
-        counterexamples,
-        reached,
-        walks,
-        steps,
+    Report {
+        method: Method::Walks,
+        properties,
+        observed,
+        states: steps,
+        transitions: steps,
+        depth: max_depth,
+        complete: false,
+        stopped_by: None,
+        visited_bytes: 0,
+        peak_bytes: 0,
+        walks: seeds.len() as u64,
         cut_walks,
     }
 }

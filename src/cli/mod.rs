@@ -4,6 +4,7 @@
 //! 1 at least one did not; 2 bad input or usage.
 
 mod check_cmd;
+mod json;
 mod merge_cmd;
 mod output;
 mod replay_cmd;

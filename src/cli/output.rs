@@ -1,12 +1,12 @@
 //! What check and simulate share: loading every model first (so bad input stops everything before any output
-//! is written), progress bars, verdict comparison, trace files and the JSON line.
+//! is written), progress bars, the verdicts of a report by name, trace files and the verdict table.
 
+use super::json::Verdicts;
 use crate::atomic::write_atomic;
-use crate::check::{timeline, Trace, Verdict};
-use crate::model::{Action, Event, Events, Property};
-use crate::spec::{self, Model};
+use crate::check::{timeline, Kind, Report, Verdict};
+use crate::model::{Action, Property, World};
+use crate::spec::{self, Model, WorldTrace};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -43,53 +43,51 @@ pub fn progress(json: bool, message: &str) -> Option<ProgressBar> {
     Some(bar)
 }
 
-/// How a model's verdicts compare with what it declares.
-pub struct Comparison {
-    pub matches: bool,
-    pub missing_scenarios: Vec<&'static str>,
-    pub mismatched: Vec<Property>,
+/// The world's seven properties' verdicts by name (the `sometimes` scenarios are listed apart, as `reached`).
+pub fn verdict_map(report: &Report<World>) -> Verdicts {
+    report
+        .properties
+        .iter()
+        .filter(|property| property.kind != Kind::Sometimes)
+        .map(|property| (property.name.clone(), property.verdict.name().to_string()))
+        .collect()
 }
 
-/// `walks_only`: the verdicts come from random walks, so a declared `holds` is matched by `incomplete`.
-pub fn compare(
-    model: &Model,
-    verdicts: &BTreeMap<Property, Verdict>,
-    reached: Events,
-    walks_only: bool,
-) -> Comparison {
-    let mismatched: Vec<Property> = model
+/// The verdicts a model file declares, by name.
+pub fn expected_map(model: &Model) -> Verdicts {
+    model
         .expected
         .iter()
-        .filter(|(property, expected)| {
-            let actual = verdicts
-                .get(property)
-                .copied()
-                .unwrap_or(Verdict::Incomplete);
-            let acceptable = **expected == actual
-                || (walks_only && **expected == Verdict::Holds && actual == Verdict::Incomplete);
-            !acceptable
-        })
-        .map(|(property, _)| *property)
-        .collect();
-    let missing_scenarios: Vec<&'static str> = model
-        .reached
-        .iter()
-        .filter(|scenario| !reached.has(**scenario))
-        .map(|scenario| scenario.scenario_name())
-        .collect();
-    Comparison {
-        matches: mismatched.is_empty() && missing_scenarios.is_empty(),
-        missing_scenarios,
-        mismatched,
-    }
+        .map(|(property, verdict)| (property.name().to_string(), verdict.name().to_string()))
+        .collect()
 }
 
-/// The scenario names seen, in their fixed order.
-pub fn reached_names(reached: Events) -> Vec<&'static str> {
-    Event::SCENARIOS
+/// The scenarios witnessed, in their fixed order.
+pub fn reached_names(report: &Report<World>) -> Vec<String> {
+    report
+        .properties
         .iter()
-        .filter(|event| reached.has(**event))
-        .map(|event| event.scenario_name())
+        .filter(|property| property.kind == Kind::Sometimes && property.verdict == Verdict::Holds)
+        .map(|property| property.name.clone())
+        .collect()
+}
+
+/// Each violated property's counterexample, with the world's property and the walk's seed.
+pub fn counterexamples(report: &Report<World>) -> Vec<(Property, Option<u64>, &[Action])> {
+    report
+        .counterexamples()
+        .map(|(found, path)| {
+            let property = Property::by_name(&found.name).expect("the world's own property");
+            (property, found.seed, path)
+        })
+        .collect()
+}
+
+/// Counterexample lengths by property.
+pub fn lengths(report: &Report<World>) -> BTreeMap<Property, usize> {
+    counterexamples(report)
+        .into_iter()
+        .map(|(property, _, path)| (property, path.len()))
         .collect()
 }
 
@@ -109,10 +107,10 @@ pub fn save_trace(
     actions: &[Action],
     found_by: &str,
     seed: Option<u64>,
-) -> Result<(Trace, PathBuf), String> {
-    let (steps, _, _) = timeline(&model.world, actions)
+) -> Result<(WorldTrace, PathBuf), String> {
+    let run = timeline(&model.world, actions)
         .map_err(|step| format!("internal error: a found path diverges at step {step}"))?;
-    let trace = Trace::new(model, property, found_by, seed, steps);
+    let trace = spec::new_trace(model, property.name(), found_by, seed, run.steps);
     let path = trace_path(traces, model, property);
     write_atomic(&path, trace.to_json().as_bytes())
         .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
@@ -122,7 +120,7 @@ pub fn save_trace(
 /// Where each property's trace went, and the timelines to print.
 pub struct SavedTraces {
     pub paths: BTreeMap<Property, String>,
-    pub timelines: Vec<(Property, Trace)>,
+    pub timelines: Vec<(Property, WorldTrace)>,
 }
 
 /// Save every counterexample of a run as a trace. Returns each property's trace path and the timelines to print
@@ -133,35 +131,22 @@ pub fn save_traces<'a>(
     counterexamples: impl Iterator<Item = (Property, Option<u64>, &'a [Action])>,
     found_by: &str,
     verbose: bool,
-    mismatched: &[Property],
+    mismatched: &[String],
 ) -> Result<SavedTraces, String> {
     let mut paths = BTreeMap::new();
     let mut timelines = Vec::new();
     for (property, seed, actions) in counterexamples {
         let (trace, path) = save_trace(traces, model, property, actions, found_by, seed)?;
         paths.insert(property, path.display().to_string());
-        if verbose || mismatched.contains(&property) {
+        if verbose || mismatched.iter().any(|name| name == property.name()) {
             timelines.push((property, trace));
         }
     }
     Ok(SavedTraces { paths, timelines })
 }
 
-pub fn verdict_map(verdicts: &BTreeMap<Property, Verdict>) -> Value {
-    Value::Object(
-        verdicts
-            .iter()
-            .map(|(property, verdict)| (property.name().to_string(), json!(verdict.name())))
-            .collect(),
-    )
-}
-
-pub fn expected_map(model: &Model) -> Value {
-    verdict_map(&model.expected)
-}
-
 /// Print a trace's timeline, indented, for people.
-pub fn print_timeline(trace: &Trace) {
+pub fn print_timeline(trace: &WorldTrace) {
     for step in &trace.steps {
         println!("    {:>3}. {}", step.step, step.text);
     }
@@ -170,16 +155,13 @@ pub fn print_timeline(trace: &Trace) {
 /// The verdict table's rows for one model.
 pub fn print_rows(
     model: &Model,
-    verdicts: &BTreeMap<Property, Verdict>,
+    report: &Report<World>,
     lengths: &BTreeMap<Property, usize>,
     header: &str,
 ) {
     println!("{header}");
     for property in Property::ALL {
-        let actual = verdicts
-            .get(&property)
-            .copied()
-            .unwrap_or(Verdict::Incomplete);
+        let actual = report.verdict(property.name());
         let expected = model
             .expected
             .get(&property)

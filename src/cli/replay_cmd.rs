@@ -1,8 +1,8 @@
 //! `retrylab replay`: run a saved trace strictly and show whether its violation reproduces.
 
 use super::{ReplayArgs, EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
-use crate::check::{replay, trace};
-use serde_json::json;
+use super::json::{print_line, ReplayLine};
+use crate::spec;
 
 pub fn run(args: &ReplayArgs) -> i32 {
     let file = args.trace.display().to_string();
@@ -13,7 +13,7 @@ pub fn run(args: &ReplayArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    let outcome = trace::parse_trace(&file, &text).and_then(|parsed| replay(&file, &parsed));
+    let outcome = spec::parse_trace(&file, &text).and_then(|parsed| spec::replay(&file, &parsed));
     let outcome = match outcome {
         Ok(outcome) => outcome,
         Err(error) => {
@@ -22,15 +22,14 @@ pub fn run(args: &ReplayArgs) -> i32 {
         }
     };
     if args.json {
-        let line = json!({
-            "trace": file,
-            "model": outcome.model.path,
-            "property": outcome.property.name(),
-            "steps": outcome.steps.len(),
-            "reproduced": outcome.violated_at.is_some(),
-            "violated_at": outcome.violated_at,
+        print_line(&ReplayLine {
+            model: outcome.model.path.clone(),
+            property: outcome.property.name().to_string(),
+            reproduced: outcome.violated_at.is_some(),
+            steps: outcome.steps.len(),
+            trace: file.clone(),
+            violated_at: outcome.violated_at,
         });
-        println!("{line}");
     } else {
         println!("{} ({})", outcome.model.path, outcome.model.description);
         println!(

@@ -1,12 +1,10 @@
 //! `retrylab simulate`: seeded swarm random walks. Walks never prove a property: what they do not violate is
 //! `incomplete`. The JSON output is identical from run to run for the same seeds (`elapsed_ms` aside).
 
+use super::json::{print_line, SimulateLine};
 use super::output;
 use super::{SimulateArgs, EXIT_MISMATCH, EXIT_OK};
-use crate::check::{simulate, SimulateOptions};
-use crate::model::Property;
-use serde_json::json;
-use std::collections::BTreeMap;
+use crate::check::Checker;
 use std::time::Instant;
 
 pub fn run(args: &SimulateArgs) -> i32 {
@@ -26,37 +24,30 @@ pub fn run(args: &SimulateArgs) -> i32 {
     let mut all_match = true;
     let mut replay_commands = Vec::new();
     for model in &models {
-        let options = SimulateOptions {
-            first_seed: args.seed,
-            seeds: args.seeds,
-            max_depth: args.max_depth,
-            shard: args.shard,
-        };
         let bar = output::progress(args.json, &format!("{} walks", model.path));
         let started = Instant::now();
-        let report = simulate(&model.world, &options, &|walks| {
-            if let Some(bar) = &bar {
-                bar.inc(walks);
-            }
-        });
+        let mut checker = Checker::new(&model.world).max_depth(args.max_depth);
+        if let Some((k, n)) = args.shard {
+            checker = checker.shard(k, n);
+        }
+        let report = checker
+            .on_progress(|progress| {
+                if let Some(bar) = &bar {
+                    bar.set_position(progress.states);
+                }
+            })
+            .walks(args.seed, args.seeds);
         let elapsed_ms = started.elapsed().as_millis() as u64;
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
-        let comparison = output::compare(model, &report.verdicts, report.reached, true);
+        let comparison = report.compare(&model.expected());
         all_match &= comparison.matches;
-        let seeds: BTreeMap<Property, u64> = report
-            .counterexamples
-            .iter()
-            .map(|(property, (seed, _))| (*property, *seed))
-            .collect();
+        let counterexamples = output::counterexamples(&report);
         let saved = output::save_traces(
             &traces_dir,
             model,
-            report
-                .counterexamples
-                .iter()
-                .map(|(property, (seed, actions))| (*property, Some(*seed), actions.as_slice())),
+            counterexamples.iter().copied(),
             "random-walk",
             args.verbose,
             &comparison.mismatched,
@@ -68,35 +59,38 @@ pub fn run(args: &SimulateArgs) -> i32 {
                 return super::EXIT_BAD_INPUT;
             }
         };
-        let lengths: BTreeMap<Property, usize> = report
-            .counterexamples
-            .iter()
-            .map(|(property, (_, actions))| (*property, actions.len()))
-            .collect();
-        let shortest = lengths.values().min().copied();
+        let lengths = output::lengths(&report);
         if args.json {
-            let line = json!({
-                "model": model.path,
-                "properties": output::verdict_map(&report.verdicts),
-                "expected": output::expected_map(model),
-                "matches": comparison.matches,
-                "first_seed": args.seed,
-                "seeds": args.seeds,
-                "shard": args.shard.map(|(k, n)| format!("{k}/{n}")),
-                "walks": report.walks,
-                "required_scenarios": model.reached.iter().map(|event| event.scenario_name()).collect::<Vec<_>>(),
-                "counterexample_lens": lengths.iter().map(|(p, n)| (p.name().to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
-                "states": report.steps,
-                "depth": args.max_depth,
-                "cut_walks": report.cut_walks,
-                "counterexample_len": shortest,
-                "counterexample_seeds": seeds.iter().map(|(p, s)| (p.name().to_string(), json!(s))).collect::<serde_json::Map<_, _>>(),
-                "reached": output::reached_names(report.reached),
-                "missing_scenarios": comparison.missing_scenarios,
-                "traces": traces.iter().map(|(p, path)| (p.name().to_string(), json!(path))).collect::<serde_json::Map<_, _>>(),
-                "elapsed_ms": elapsed_ms,
+            print_line(&SimulateLine {
+                counterexample_len: lengths.values().min().copied(),
+                counterexample_lens: lengths
+                    .iter()
+                    .map(|(property, length)| (property.name().to_string(), *length))
+                    .collect(),
+                counterexample_seeds: counterexamples
+                    .iter()
+                    .filter_map(|(property, seed, _)| Some((property.name().to_string(), (*seed)?)))
+                    .collect(),
+                cut_walks: report.cut_walks,
+                depth: args.max_depth,
+                elapsed_ms,
+                expected: output::expected_map(model),
+                first_seed: args.seed,
+                matches: comparison.matches,
+                missing_scenarios: comparison.missing_scenarios.clone(),
+                model: model.path.clone(),
+                properties: output::verdict_map(&report),
+                reached: output::reached_names(&report),
+                required_scenarios: model.expected().reached,
+                seeds: args.seeds,
+                shard: args.shard.map(|(k, n)| format!("{k}/{n}")),
+                states: report.states,
+                traces: traces
+                    .iter()
+                    .map(|(property, path)| (property.name().to_string(), path.clone()))
+                    .collect(),
+                walks: report.walks,
             });
-            println!("{line}");
             continue;
         }
         let header = format!(
@@ -104,12 +98,12 @@ pub fn run(args: &SimulateArgs) -> i32 {
             model.path,
             args.seeds,
             args.seed,
-            report.steps,
+            report.states,
             report.cut_walks,
             args.max_depth,
             elapsed_ms as f64 / 1000.0
         );
-        output::print_rows(model, &report.verdicts, &lengths, &header);
+        output::print_rows(model, &report, &lengths, &header);
         if !comparison.missing_scenarios.is_empty() {
             println!("  NOT REACHED: {}", comparison.missing_scenarios.join(", "));
         }

@@ -7,6 +7,7 @@
 //! assumption: a client told 409 by a server that has a lease waits out the lease (Retry-After) before retrying.
 
 mod action;
+mod checked;
 mod config;
 mod describe;
 mod describe_queue;
@@ -20,6 +21,7 @@ mod step;
 mod symmetry;
 
 pub use action::Action;
+pub use checked::check_property;
 pub use config::{
     ClientsConfig, DedupKey, Faults, Inbox, KeyScope, KeyStore, OnError, Operation, Producer,
     ProducerDedup, Provider, QueueConfig, World,

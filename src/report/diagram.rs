@@ -57,7 +57,7 @@ pub struct Diagram {
 /// How `describe` appends a violation to a step's text.
 const MARKER: &str = "   <-- ";
 
-pub fn diagram(steps: &[TimelineStep]) -> Diagram {
+pub fn diagram(steps: &[TimelineStep<Action>]) -> Diagram {
     let mut lanes = BTreeSet::new();
     let items: Vec<Item> = steps
         .iter()

@@ -56,12 +56,7 @@ fn cell(text: &str) -> String {
 }
 
 fn verdict_cell(entry: &Entry, property: Property) -> String {
-    let actual = entry
-        .report
-        .verdicts
-        .get(&property)
-        .copied()
-        .unwrap_or(Verdict::Incomplete);
+    let actual = entry.report.verdict(property.name());
     let declared = entry.model.expected.get(&property).copied();
     let name = actual.name();
     let shown = if declared.is_some() {
@@ -85,13 +80,13 @@ fn verdict_cell(entry: &Entry, property: Property) -> String {
 fn declared_cell(entry: &Entry) -> String {
     let mut problems = Vec::new();
     for (property, expected) in &entry.model.expected {
-        let actual = entry.report.verdicts.get(property).copied();
-        if actual != Some(*expected) {
+        let actual = entry.report.verdict(property.name());
+        if actual != *expected {
             problems.push(format!("{} not {}", property.name(), expected.name()));
         }
     }
     for scenario in &entry.model.reached {
-        if !entry.report.reached(*scenario) {
+        if !entry.report.reached(scenario.scenario_name()) {
             problems.push(format!("{} not reached", scenario.scenario_name()));
         }
     }

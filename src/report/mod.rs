@@ -14,8 +14,8 @@ pub use diagram::{diagram, Diagram, Item, Lane, Shape};
 pub use markdown::TIME_HEADER;
 
 use crate::atomic::write_atomic;
-use crate::check::{timeline, BfsReport};
-use crate::model::PropertyKind;
+use crate::check::{timeline, Report};
+use crate::model::{Property, PropertyKind, World};
 use crate::spec::Model;
 use markdown::Drawn;
 use std::collections::BTreeSet;
@@ -29,7 +29,7 @@ pub const REGENERATE_COMMAND: &str =
 /// One checked model.
 pub struct Entry {
     pub model: Model,
-    pub report: BfsReport,
+    pub report: Report<World>,
     /// Wall-clock time of the search: the one nondeterministic column.
     pub elapsed_ms: u64,
 }
@@ -58,14 +58,16 @@ pub fn write_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<PathBuf
     for entry in entries {
         let stem = markdown::model_stem(entry);
         let mut drawn = Vec::new();
-        for (property, actions) in &entry.report.counterexamples {
-            let (steps, _, _) = timeline(&entry.model.world, actions).map_err(|step| {
+        for (found, actions) in entry.report.counterexamples() {
+            let property = Property::by_name(&found.name).expect("the world's own property");
+            let steps = timeline(&entry.model.world, actions).map_err(|step| {
                 format!(
                     "internal error: the counterexample for {} in {} diverges at step {step}",
                     property.name(),
                     entry.model.path
                 )
-            })?;
+            })?
+            .steps;
             let mut picture = diagram(&steps);
             if property.kind() == PropertyKind::Eventually {
                 // A liveness counterexample ends where only faults could happen next: say so on its last step.
@@ -86,7 +88,7 @@ pub fn write_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<PathBuf
             );
             svgs.push((folder.join(&file_name), svg::render(&picture, &title)));
             drawn.push(Drawn {
-                property: *property,
+                property,
                 steps: steps.len(),
                 svg_link: format!("{folder_name}/{file_name}"),
                 mermaid: mermaid::sequence_diagram(&picture),

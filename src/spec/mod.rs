@@ -3,8 +3,10 @@
 
 mod error;
 mod raw;
+mod trace;
 
 pub use error::{field_at, line_column, SpecError};
+pub use trace::{new_trace, parse_trace, replay, ReplayOutcome, WorldTrace};
 
 use crate::check::Verdict;
 use crate::model::{
@@ -37,6 +39,24 @@ pub struct Model {
     /// Scenarios the search must reach (evidence that a `holds` is not vacuous).
     pub reached: Vec<Event>,
     pub limits: Limits,
+}
+
+impl Model {
+    /// What the file declares, by property name (for `check::Report::compare`).
+    pub fn expected(&self) -> crate::check::Expected {
+        crate::check::Expected {
+            verdicts: self
+                .expected
+                .iter()
+                .map(|(property, verdict)| (property.name().to_string(), *verdict))
+                .collect(),
+            reached: self
+                .reached
+                .iter()
+                .map(|scenario| scenario.scenario_name().to_string())
+                .collect(),
+        }
+    }
 }
 
 /// Read and parse a model file.

@@ -1,0 +1,240 @@
+//! The checker builder: bounds and knobs, then one of the three runs. Used the same way by the CLI, the tests and
+//! the examples: `model.checker().threads(2).max_states(1_000_000).bfs().assert_properties()`.
+
+use super::judge::PathJudge;
+use super::model::Model;
+use super::plan::Plan;
+use super::walk::Seeds;
+use super::{bfs, path, walk, Method, PropertyReport, Report, Trace, Verdict};
+use std::time::Duration;
+
+/// Bounds of one run. A run cut short by any of them is `incomplete`, never `holds`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// Stop once this many unique states are known.
+    pub max_states: u64,
+    /// Do not expand states at this depth (walks: steps per walk).
+    pub max_depth: u32,
+    /// Stop once the search's own structures would exceed this many bytes (estimated).
+    pub max_memory_bytes: u64,
+    /// Stop after this much wall-clock time (the one bound that makes a run depend on the machine).
+    pub timeout: Option<Duration>,
+    /// Stop as soon as this property is violated (the others are then `incomplete` unless decided too).
+    pub stop_on: Option<String>,
+    /// Merge symmetric states (`Model::canonicalize`).
+    pub symmetry: bool,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            max_states: 20_000_000,
+            max_depth: 500,
+            max_memory_bytes: 8 << 30,
+            timeout: None,
+            stop_on: None,
+            symmetry: false,
+        }
+    }
+}
+
+/// Progress of a run: unique states and the level being expanded (walks: walks done, 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub states: u64,
+    pub depth: u32,
+}
+
+/// A trace whose action at `step` (1-based) is not enabled where the trace has got to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Diverged {
+    pub step: usize,
+}
+
+#[must_use = "a checker does nothing until .bfs(), .walks() or .replay() runs it"]
+pub struct Checker<'a, M: Model> {
+    model: &'a M,
+    threads: Option<usize>,
+    bounds: Bounds,
+    shard: Option<(u64, u64)>,
+    progress: Option<Box<dyn Fn(Progress) + Sync + 'a>>,
+}
+
+impl<'a, M: Model> Checker<'a, M> {
+    pub fn new(model: &'a M) -> Self {
+        Checker {
+            model,
+            threads: None,
+            bounds: Bounds::default(),
+            shard: None,
+            progress: None,
+        }
+    }
+
+    /// Worker threads (default: the current rayon pool, all cores unless one is installed). Results do not
+    /// depend on it.
+    pub fn threads(mut self, threads: usize) -> Self {
+        assert!(threads > 0, "threads must be at least 1");
+        self.threads = Some(threads);
+        self
+    }
+
+    pub fn max_states(mut self, max_states: u64) -> Self {
+        self.bounds.max_states = max_states;
+        self
+    }
+
+    pub fn max_depth(mut self, max_depth: u32) -> Self {
+        self.bounds.max_depth = max_depth;
+        self
+    }
+
+    pub fn max_memory_mib(mut self, mebibytes: u64) -> Self {
+        self.bounds.max_memory_bytes = mebibytes.saturating_mul(1 << 20);
+        self
+    }
+
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.bounds.timeout = Some(timeout);
+        self
+    }
+
+    pub fn symmetry(mut self, symmetry: bool) -> Self {
+        self.bounds.symmetry = symmetry;
+        self
+    }
+
+    /// Stop at the first violation of this property (to see one bug without the whole space).
+    pub fn stop_on(mut self, property: &str) -> Self {
+        self.bounds.stop_on = Some(property.to_string());
+        self
+    }
+
+    /// Every bound at once.
+    pub fn bounds(mut self, bounds: Bounds) -> Self {
+        self.bounds = bounds;
+        self
+    }
+
+    /// Walks: run only shard `k` of `n` (1-based) of the seeds.
+    pub fn shard(mut self, k: u64, n: u64) -> Self {
+        assert!(k >= 1 && k <= n, "a shard is K/N with 1 <= K <= N");
+        self.shard = Some((k, n));
+        self
+    }
+
+    /// Called after each round of a search (on the calling thread) or after each walk (on any worker).
+    pub fn on_progress(mut self, progress: impl Fn(Progress) + Sync + 'a) -> Self {
+        self.progress = Some(Box::new(progress));
+        self
+    }
+
+    fn run<T: Send>(&self, run: impl FnOnce() -> T + Send) -> T {
+        match self.threads {
+            None => run(),
+            Some(threads) => rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a thread pool")
+                .install(run),
+        }
+    }
+
+    /// Exhaustive breadth-first search within the bounds: shortest counterexamples.
+    pub fn bfs(self) -> Report<M> {
+        let progress = &self.progress;
+        self.run(|| {
+            bfs::explore(self.model, &self.bounds, &mut |states, depth| {
+                if let Some(progress) = progress {
+                    progress(Progress { states, depth });
+                }
+            })
+        })
+    }
+
+    /// `count` seeded random walks from seed `first_seed` (at most `max_depth` steps each).
+    pub fn walks(self, first_seed: u64, count: u64) -> Report<M> {
+        let seeds = Seeds {
+            first: first_seed,
+            count,
+            shard: self.shard,
+        };
+        let progress = &self.progress;
+        let done = std::sync::atomic::AtomicU64::new(0);
+        self.run(|| {
+            walk::simulate(self.model, &seeds, self.bounds.max_depth, &|walks| {
+                let states = done.fetch_add(walks, std::sync::atomic::Ordering::Relaxed) + walks;
+                if let Some(progress) = progress {
+                    progress(Progress { states, depth: 0 });
+                }
+            })
+        })
+    }
+
+    /// Run a trace strictly (an action that is not enabled is an error) and judge every property on it.
+    pub fn replay(self, trace: &Trace<M::Action>) -> Result<Report<M>, Diverged> {
+        let actions: Vec<M::Action> = trace.steps.iter().map(|step| step.action.clone()).collect();
+        replay_path(self.model, &actions, trace.cycle_from)
+    }
+}
+
+/// Judge every property along one path; `cycle_from`: the path claims to end where it was after that many steps.
+pub fn replay_path<M: Model>(
+    model: &M,
+    actions: &[M::Action],
+    cycle_from: Option<usize>,
+) -> Result<Report<M>, Diverged> {
+    let run = path::timeline(model, actions).map_err(|step| Diverged { step })?;
+    let plan = Plan::new(model);
+    let mut judge = PathJudge::new(model, &plan);
+    let mut enabled = Vec::new();
+    let mut at_rest_end = false;
+    for (index, state) in run.states.iter().enumerate() {
+        model.actions(state, &mut enabled);
+        let at_rest = enabled.iter().all(|action| model.is_fault(state, action));
+        judge.visit(state, at_rest);
+        at_rest_end = at_rest;
+        if let Some(action) = actions.get(index) {
+            judge.transition(run.observed[index], model.is_fault(state, action));
+        }
+    }
+    let closes_cycle = cycle_from.is_some_and(|from| {
+        let canonical = |state: &M::State| model.canonicalize(state).unwrap_or_else(|| state.clone());
+        from >= judge.last_fault
+            && from < actions.len()
+            && canonical(&run.states[from]) == canonical(run.last_state())
+    });
+    judge.finish(at_rest_end || closes_cycle);
+    let properties = plan
+        .properties
+        .iter()
+        .zip(&judge.at_step)
+        .map(|(property, at)| PropertyReport {
+            name: property.name.clone(),
+            kind: property.kind,
+            verdict: match (property.kind, at) {
+                (super::Kind::Sometimes, Some(_)) => Verdict::Holds,
+                (_, Some(_)) => Verdict::Violated,
+                (_, None) => Verdict::Incomplete,
+            },
+            path: at.map(|steps| actions[..steps].to_vec()),
+            cycle_from: cycle_from.filter(|_| closes_cycle),
+            seed: None,
+            at_step: *at,
+        })
+        .collect();
+    Ok(Report {
+        method: Method::Replay,
+        properties,
+        observed: judge.observed,
+        states: run.states.len() as u64,
+        transitions: actions.len() as u64,
+        depth: actions.len() as u32,
+        complete: false,
+        stopped_by: None,
+        visited_bytes: 0,
+        peak_bytes: 0,
+        walks: 0,
+        cut_walks: 0,
+    })
+}

@@ -1,0 +1,239 @@
+//! One unit of parallel work: expand a few hundred frontier states, judge what their transitions observe, and
+//! drop the successors visited before this round.
+
+use super::level::{Level, Successors};
+use super::model::{Model, Observation};
+use super::plan::Plan;
+use super::visited::{shard_of, Visited, SHARDS};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A transition, by its parent's id and the index of its action among the parent's enabled ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Step {
+    pub parent: u32,
+    pub action_index: u16,
+}
+
+/// An edge of the state graph, its target by fingerprint (kept only when a property needs the graph).
+#[derive(Clone, Copy)]
+pub(crate) struct Edge {
+    pub step: Step,
+    pub child: u64,
+}
+
+/// The part of the state graph a unit saw.
+#[derive(Default)]
+pub(crate) struct GraphUnit {
+    /// Expanded states: (id, goal mask, at rest).
+    pub nodes: Vec<(u32, u32, bool)>,
+    /// Non-fault transitions.
+    pub edges: Vec<Edge>,
+    /// Fault transitions (where faults may stop).
+    pub fault_edges: Vec<Edge>,
+}
+
+/// What one unit produced. Kept from round to round so its buffers are reused.
+pub(crate) struct Output<M: Model> {
+    pub successors: Successors<M>,
+    /// Indices into `successors.candidates`, by visited-set shard.
+    pub by_shard: [Vec<u32>; SHARDS],
+    /// Set by the shard that inserted the candidate's fingerprint first.
+    pub is_new: Vec<AtomicBool>,
+    pub transitions: u64,
+    /// Union of what every outgoing transition observed.
+    pub observed: M::Obs,
+    /// Transitions that observe something a step-based `always` forbids.
+    pub violations: Vec<(Step, M::Obs)>,
+    /// Transitions that observed something no earlier transition of this unit did (first witnesses).
+    pub firsts: Vec<(Step, M::Obs)>,
+    /// Findings of state-judged properties: (parent id, action index or `None` for the parent itself, property
+    /// index), the first per property in this unit.
+    pub found: Vec<(u32, Option<u16>, usize)>,
+    pub graph: GraphUnit,
+}
+
+impl<M: Model> Default for Output<M> {
+    fn default() -> Self {
+        Output {
+            successors: Successors::default(),
+            by_shard: Default::default(),
+            is_new: Vec::new(),
+            transitions: 0,
+            observed: M::Obs::default(),
+            violations: Vec::new(),
+            firsts: Vec::new(),
+            found: Vec::new(),
+            graph: GraphUnit::default(),
+        }
+    }
+}
+
+/// What `expand_unit` reads.
+pub(crate) struct UnitInput<'a, M: Model> {
+    pub model: &'a M,
+    pub plan: &'a Plan<M>,
+    pub level: &'a Level<M>,
+    pub visited: &'a Visited,
+    pub symmetry: bool,
+    pub record_graph: bool,
+}
+
+impl<M: Model> Output<M> {
+    fn clear(&mut self) {
+        self.successors.clear();
+        self.by_shard.iter_mut().for_each(Vec::clear);
+        self.transitions = 0;
+        self.observed = M::Obs::default();
+        self.violations.clear();
+        self.firsts.clear();
+        self.found.clear();
+        self.graph.nodes.clear();
+        self.graph.edges.clear();
+        self.graph.fault_edges.clear();
+    }
+
+    /// Record a state-judged finding unless this unit has one for the property already.
+    fn find(&mut self, seen: &mut [bool], parent: u32, action_index: Option<u16>, property: usize) {
+        if !seen[property] {
+            seen[property] = true;
+            self.found.push((parent, action_index, property));
+        }
+    }
+}
+
+/// Expand the states `unit` of the level into `out`. Successors already visited are dropped here, in
+/// parallel, so the merge only sees states that may be new.
+pub(crate) fn expand_unit<M: Model>(
+    input: &UnitInput<M>,
+    unit: std::ops::Range<usize>,
+    out: &mut Output<M>,
+) {
+    let UnitInput {
+        model, plan, level, ..
+    } = *input;
+    out.clear();
+    let mut seen = vec![false; plan.properties.len()];
+    let mut actions = Vec::with_capacity(32);
+    let mut state = model.init_state();
+    let mut next = model.init_state();
+    for index in unit {
+        let parent = level.first_id + index as u32;
+        level.load(model, index, &mut state);
+        model.actions(&state, &mut actions);
+        let at_rest = actions.iter().all(|action| model.is_fault(&state, action));
+        if at_rest {
+            for &(property, predicate) in &plan.at_rest {
+                if !predicate(model, &state) {
+                    out.find(&mut seen, parent, None, property);
+                }
+            }
+        }
+        if input.record_graph {
+            let goals = plan.goals(model, &state, at_rest);
+            out.graph.nodes.push((parent, goals, at_rest));
+        }
+        out.transitions += actions.len() as u64;
+        for (action_index, action) in actions.iter().enumerate() {
+            next.clone_from(&state);
+            let observed = model.apply(&mut next, action);
+            if input.symmetry {
+                if let Some(canonical) = model.canonicalize(&next) {
+                    next = canonical;
+                }
+            }
+            let step = Step {
+                parent,
+                action_index: action_index as u16,
+            };
+            if out.observed.union(observed) != out.observed {
+                out.observed = out.observed.union(observed);
+                out.firsts.push((step, observed));
+            }
+            if observed.intersects(plan.violating) {
+                out.violations.push((step, observed));
+            }
+            judge_state(plan, model, &next, step, &mut seen, out);
+            let fingerprint = out
+                .successors
+                .push(model, &next, parent, action_index as u16);
+            if input.record_graph {
+                let edge = Edge {
+                    step,
+                    child: fingerprint,
+                };
+                if model.is_fault(&state, action) {
+                    out.graph.fault_edges.push(edge);
+                } else {
+                    out.graph.edges.push(edge);
+                }
+            }
+        }
+    }
+    drop_known(input.visited, out);
+}
+
+/// The state-based `always` and `sometimes` properties on a successor.
+#[inline]
+fn judge_state<M: Model>(
+    plan: &Plan<M>,
+    model: &M,
+    next: &M::State,
+    step: Step,
+    seen: &mut [bool],
+    out: &mut Output<M>,
+) {
+    for &(property, predicate) in &plan.always_state {
+        if !seen[property] && !predicate(model, next) {
+            out.find(seen, step.parent, Some(step.action_index), property);
+        }
+    }
+    for &(property, predicate) in &plan.sometimes_state {
+        if !seen[property] && predicate(model, next) {
+            out.find(seen, step.parent, Some(step.action_index), property);
+        }
+    }
+}
+
+/// Drop the successors visited before this round, in a second pass: a tight loop of independent lookups lets
+/// the processor overlap their cache misses, where one lookup right after each packing could not.
+fn drop_known<M: Model>(visited: &Visited, out: &mut Output<M>) {
+    let candidates = &mut out.successors.candidates;
+    let known: Vec<bool> = candidates
+        .iter()
+        .map(|candidate| visited.contains(candidate.fingerprint))
+        .collect();
+    let mut kept = 0;
+    for (index, known) in known.into_iter().enumerate() {
+        if !known {
+            let candidate = candidates[index];
+            out.by_shard[shard_of(candidate.fingerprint)].push(kept as u32);
+            candidates[kept] = candidate;
+            kept += 1;
+        }
+    }
+    candidates.truncate(kept);
+    out.is_new.clear();
+    out.is_new.resize_with(kept, || AtomicBool::new(false));
+}
+
+/// Insert a round's candidates into the visited set, one task per shard, each in search order (units in order,
+/// candidates in order), so that the first candidate of each new state is the one marked new.
+pub(crate) fn insert_round<M: Model>(visited: &mut Visited, outputs: &[Output<M>]) {
+    visited.insert_by_shard(|shard, mut set| {
+        for out in outputs {
+            for &index in &out.by_shard[shard] {
+                let index = index as usize;
+                if set.insert(out.successors.candidates[index].fingerprint) {
+                    out.is_new[index].store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    });
+}
+
+/// Keep only the candidates marked new.
+pub(crate) fn keep_new<M: Model>(out: &mut Output<M>) {
+    let is_new = &out.is_new;
+    out.successors
+        .retain(|index| is_new[index].load(Ordering::Relaxed));
+}

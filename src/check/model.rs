@@ -1,0 +1,113 @@
+//! What the checker explores: any protocol written as a `Model`. Three methods say what the protocol is (its
+//! initial state, the actions enabled in a state, what an action does); the rest are hooks with defaults.
+
+use super::property::Property;
+use rand_chacha::ChaCha8Rng;
+use std::fmt::Debug;
+use std::hash::Hash;
+
+/// What one step did that a property may look at, computed by `Model::apply` alongside the next state. A
+/// bitmask is the fast choice: a safety property about steps is then one intersection per transition, and no
+/// history needs to be kept in the state. Models with nothing to say use `()`.
+pub trait Observation: Copy + Debug + Default + PartialEq + Send + Sync {
+    /// Everything either observed.
+    fn union(self, other: Self) -> Self;
+    /// Whether the two share something.
+    fn intersects(self, other: Self) -> bool;
+}
+
+impl Observation for () {
+    fn union(self, _other: ()) {}
+    fn intersects(self, _other: ()) -> bool {
+        false
+    }
+}
+
+/// A protocol as a state machine. The explorers (`Checker::bfs`, `Checker::walks`, `Checker::replay`) need only
+/// this; see `examples/own_protocol.rs` for a complete one in a hundred lines.
+///
+/// Determinism is the model's part of the bargain: `actions` must list the enabled actions in the same order
+/// every time for the same state, and `apply` must depend on nothing but its arguments (no clock, no OS
+/// entropy, no `HashMap` iteration). The checker then gives the same verdicts, state counts and
+/// counterexamples whatever the thread count.
+pub trait Model: Sized + Sync {
+    type State: Clone + Debug + Eq + Hash + Send + Sync;
+    type Action: Clone + Debug + PartialEq + Send + Sync;
+    /// What a step did (see [`Observation`]).
+    type Obs: Observation;
+
+    fn init_state(&self) -> Self::State;
+
+    /// Every action enabled in `state`, in a deterministic order, into `out` (cleared first; reused by the
+    /// explorer so that listing allocates nothing).
+    fn actions(&self, state: &Self::State, out: &mut Vec<Self::Action>);
+
+    /// Apply an enabled action in place and return what the step did.
+    fn apply(&self, state: &mut Self::State, action: &Self::Action) -> Self::Obs;
+
+    /// The properties to check, in the order reports list them.
+    fn properties(&self) -> Vec<Property<Self>>;
+
+    /// Whether `action` is a fault (a loss, a crash, a timeout that should not have fired). Faults happen
+    /// finitely often: `eventually` properties are judged once they stop, where only faults remain enabled.
+    fn is_fault(&self, _state: &Self::State, _action: &Self::Action) -> bool {
+        false
+    }
+
+    /// A promise that no cycle of non-fault actions exists (faults have budgets, clients make progress). It lets
+    /// the explorer judge `eventually_at_rest` properties at rest states alone, without keeping the state graph;
+    /// debug builds check the promise on searches of up to `ACYCLIC_CHECK_STATES` states.
+    fn acyclic(&self) -> bool {
+        false
+    }
+
+    /// Set when `pack` and `unpack_into` are written: the frontier then holds packed states (often a fifth of
+    /// their size) and a state's fingerprint is the hash of its packing. Otherwise states are cloned and
+    /// fingerprinted through `Hash`.
+    const PACKED: bool = false;
+
+    /// An injective byte encoding of a state (two distinct states never pack alike), inverted by `unpack_into`.
+    fn pack(&self, _state: &Self::State, _out: &mut Vec<u8>) {
+        unreachable!("Model::pack called on a model whose PACKED is false")
+    }
+
+    /// Decode a packing into `state`, reusing its buffers.
+    fn unpack_into(&self, _bytes: &[u8], _state: &mut Self::State) {
+        unreachable!("Model::unpack_into called on a model whose PACKED is false")
+    }
+
+    /// Symmetry reduction: the canonical representative of the state's symmetry class (for example, clients
+    /// sorted), or `None` when the model has no symmetry. Any choice within the class is sound; properties must
+    /// not tell symmetric states apart. Counterexamples are mapped back to the unreduced model by the checker
+    /// (at each step it picks the real action whose successor has the same canonical form), so nothing else is
+    /// needed.
+    fn canonicalize(&self, _state: &Self::State) -> Option<Self::State> {
+        None
+    }
+
+    /// One line for people: what `action` did, from `before` to `after`. Timelines and traces use it.
+    fn describe_step(
+        &self,
+        _before: &Self::State,
+        action: &Self::Action,
+        _after: &Self::State,
+        _obs: Self::Obs,
+    ) -> String {
+        format!("{action:?}")
+    }
+
+    /// Swarm testing for random walks: a variant of the model drawn from the walk's generator (for example
+    /// with every fault budget between zero and the declared one), walked instead of the model itself. Its
+    /// paths must be paths of the model too. `None`: walk the model as it is.
+    fn swarm(&self, _rng: &mut ChaCha8Rng) -> Option<Self> {
+        None
+    }
+
+    /// The checker builder: `model.checker().threads(2).bfs()`.
+    fn checker(&self) -> super::Checker<'_, Self> {
+        super::Checker::new(self)
+    }
+}
+
+/// Searches larger than this skip the debug-build check of `Model::acyclic` (it keeps every edge).
+pub const ACYCLIC_CHECK_STATES: u64 = 1_000_000;

@@ -1,0 +1,95 @@
+//! The `--json` lines, one serde type per command. Fields are declared in alphabetical order: the lines were
+//! first written through `serde_json::Map` (sorted keys), and their bytes stay as they were.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Property name -> verdict name (`holds`, `violated`, `incomplete`).
+pub type Verdicts = BTreeMap<String, String>;
+
+/// One line of `retrylab check --json`.
+#[derive(Debug, Serialize)]
+pub struct CheckLine {
+    pub complete: bool,
+    pub counterexample_len: Option<usize>,
+    pub counterexample_lens: BTreeMap<String, usize>,
+    pub depth: u32,
+    pub description: String,
+    pub elapsed_ms: u64,
+    pub expected: Verdicts,
+    pub matches: bool,
+    pub missing_scenarios: Vec<String>,
+    pub model: String,
+    pub peak_bytes: u64,
+    pub properties: Verdicts,
+    pub reached: Vec<String>,
+    pub states: u64,
+    pub stopped_by: Option<String>,
+    pub traces: BTreeMap<String, String>,
+    pub transitions: u64,
+    pub visited_bytes_per_state: f64,
+}
+
+/// One line of `retrylab simulate --json`; `retrylab merge` reads these back.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SimulateLine {
+    pub counterexample_len: Option<usize>,
+    pub counterexample_lens: BTreeMap<String, usize>,
+    pub counterexample_seeds: BTreeMap<String, u64>,
+    pub cut_walks: u64,
+    pub depth: u32,
+    pub elapsed_ms: u64,
+    pub expected: Verdicts,
+    pub first_seed: u64,
+    pub matches: bool,
+    pub missing_scenarios: Vec<String>,
+    pub model: String,
+    pub properties: Verdicts,
+    pub reached: Vec<String>,
+    pub required_scenarios: Vec<String>,
+    pub seeds: u64,
+    pub shard: Option<String>,
+    pub states: u64,
+    pub traces: BTreeMap<String, String>,
+    pub walks: u64,
+}
+
+/// One line of `retrylab merge`.
+#[derive(Debug, Serialize)]
+pub struct MergeLine {
+    pub counterexample_len: Option<usize>,
+    pub counterexample_lens: BTreeMap<String, usize>,
+    pub counterexample_seeds: BTreeMap<String, u64>,
+    pub cut_walks: u64,
+    pub depth: u32,
+    pub elapsed_ms: u64,
+    pub expected: Verdicts,
+    pub matches: bool,
+    pub missing_scenarios: Vec<String>,
+    pub model: String,
+    pub properties: Verdicts,
+    pub reached: Vec<String>,
+    pub shards: Vec<Option<String>>,
+    pub states: u64,
+    pub traces: BTreeMap<String, String>,
+    pub walks: u64,
+}
+
+/// The line of `retrylab replay --json`.
+#[derive(Debug, Serialize)]
+pub struct ReplayLine {
+    pub model: String,
+    pub property: String,
+    pub reproduced: bool,
+    pub steps: usize,
+    pub trace: String,
+    pub violated_at: Option<usize>,
+}
+
+/// Print one line.
+pub fn print_line(line: &impl Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string(line).expect("a JSON line always serialises")
+    );
+}

@@ -1,0 +1,120 @@
+//! The retry world as a `check::Model`: its seven properties by the names model files use, its scenarios as
+//! `sometimes` properties (a model file's `reached = [...]`), and the hooks the explorer's speed rests on
+//! (packing, symmetry, one event bitmask per transition).
+
+use super::action::Action;
+use super::config::{Faults, World};
+use super::events::{Event, Events};
+use super::properties::{Property, PropertyKind};
+use super::state::State;
+use crate::check::{self, Observation};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+impl Observation for Events {
+    #[inline]
+    fn union(self, other: Events) -> Events {
+        Events::union(self, other)
+    }
+
+    #[inline]
+    fn intersects(self, other: Events) -> bool {
+        Events::intersects(self, other)
+    }
+}
+
+/// The liveness predicates at rest, as plain functions (a property holds a function pointer).
+fn no_stuck_key(world: &World, state: &State) -> bool {
+    !Property::NoStuckKey.violated_at_rest(world, state)
+}
+
+fn eventually_resolves(world: &World, state: &State) -> bool {
+    !Property::EventuallyResolves.violated_at_rest(world, state)
+}
+
+/// The check property for one of the seven.
+pub fn check_property(property: Property) -> check::Property<World> {
+    match (property.kind(), property) {
+        (PropertyKind::Always, _) => {
+            check::Property::always_unobserved(property.name(), property.violating_events())
+        }
+        (PropertyKind::Eventually, Property::NoStuckKey) => {
+            check::Property::eventually_at_rest(property.name(), no_stuck_key)
+        }
+        (PropertyKind::Eventually, _) => {
+            check::Property::eventually_at_rest(property.name(), eventually_resolves)
+        }
+    }
+}
+
+impl check::Model for World {
+    type State = State;
+    type Action = Action;
+    type Obs = Events;
+
+    fn init_state(&self) -> State {
+        World::init_state(self)
+    }
+
+    #[inline]
+    fn actions(&self, state: &State, out: &mut Vec<Action>) {
+        World::actions(self, state, out)
+    }
+
+    #[inline]
+    fn apply(&self, state: &mut State, action: &Action) -> Events {
+        World::apply(self, state, action)
+    }
+
+    /// The seven properties, then one `sometimes` per scenario.
+    fn properties(&self) -> Vec<check::Property<World>> {
+        let mut properties: Vec<_> = Property::ALL.into_iter().map(check_property).collect();
+        properties.extend(Event::SCENARIOS.into_iter().map(|scenario| {
+            check::Property::sometimes_observed(scenario.scenario_name(), Events::of(&[scenario]))
+        }));
+        properties
+    }
+
+    #[inline]
+    fn is_fault(&self, state: &State, action: &Action) -> bool {
+        World::is_fault(self, state, action)
+    }
+
+    /// Every non-fault action makes progress that is never undone (attempts and tokens only grow, messages are
+    /// consumed, handler steps advance or restart with a new claim), and faults have budgets.
+    fn acyclic(&self) -> bool {
+        true
+    }
+
+    const PACKED: bool = true;
+
+    #[inline]
+    fn pack(&self, state: &State, out: &mut Vec<u8>) {
+        super::pack::pack(state, out)
+    }
+
+    #[inline]
+    fn unpack_into(&self, bytes: &[u8], state: &mut State) {
+        super::pack::unpack_into(bytes, state)
+    }
+
+    fn canonicalize(&self, state: &State) -> Option<State> {
+        Some(World::canonicalize(self, state).0)
+    }
+
+    fn describe_step(&self, before: &State, action: &Action, after: &State, obs: Events) -> String {
+        self.describe(before, action, after, obs)
+    }
+
+    /// Swarm testing: every fault budget drawn between zero and the model's.
+    fn swarm(&self, rng: &mut ChaCha8Rng) -> Option<World> {
+        let mut budgets = self.faults.as_array();
+        for budget in budgets.iter_mut() {
+            *budget = rng.random_range(0..=*budget);
+        }
+        Some(World {
+            faults: Faults::from_array(budgets),
+            ..self.clone()
+        })
+    }
+}

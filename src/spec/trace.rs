@@ -1,0 +1,83 @@
+//! Trace files of model-file worlds: a `check::Trace` of the world's actions whose opaque model text is the
+//! model file's, parsed again on replay.
+
+use super::{parse_model, Model, SpecError};
+use crate::check::{self, Checker, TimelineStep, Trace};
+use crate::model::{Action, Property};
+
+/// A trace of a model file's world.
+pub type WorldTrace = Trace<Action>;
+
+/// A trace of `model` deciding `property`.
+pub fn new_trace(
+    model: &Model,
+    property: &str,
+    found_by: &str,
+    seed: Option<u64>,
+    steps: Vec<TimelineStep<Action>>,
+) -> WorldTrace {
+    Trace::new(
+        &model.path,
+        &model.source_text,
+        property,
+        found_by,
+        seed,
+        steps,
+    )
+}
+
+/// Parse a trace file's text (`file` names it in errors).
+pub fn parse_trace(file: &str, text: &str) -> Result<WorldTrace, SpecError> {
+    Trace::from_json(text).map_err(|error| SpecError {
+        file: file.to_string(),
+        line: error.line,
+        column: error.column,
+        field: error.field,
+        message: error.message,
+    })
+}
+
+/// What replaying a trace showed.
+#[derive(Clone, Debug)]
+pub struct ReplayOutcome {
+    pub model: Model,
+    pub property: Property,
+    pub steps: Vec<TimelineStep<Action>>,
+    /// The 1-based step at which the property was violated, if it was.
+    pub violated_at: Option<usize>,
+}
+
+/// Replay a trace against its embedded model file, strictly.
+pub fn replay(file: &str, trace: &WorldTrace) -> Result<ReplayOutcome, SpecError> {
+    let model = parse_model(&trace.model, &trace.model_source)?;
+    let property = Property::by_name(&trace.property).ok_or_else(|| {
+        SpecError::whole_file(
+            file,
+            "property",
+            &format!(
+                "unknown property '{}', expected one of: {}",
+                trace.property,
+                Property::ALL.map(Property::name).join(", ")
+            ),
+        )
+    })?;
+    let diverged = |step: usize| {
+        SpecError::whole_file(
+            file,
+            "steps",
+            &format!("the trace diverges at step {step}: its action is not enabled in the model"),
+        )
+    };
+    let actions: Vec<Action> = trace.steps.iter().map(|step| step.action).collect();
+    let run = check::timeline(&model.world, &actions).map_err(diverged)?;
+    let report = Checker::new(&model.world)
+        .replay(trace)
+        .map_err(|error| diverged(error.step))?;
+    let decided = report.property(property.name());
+    Ok(ReplayOutcome {
+        property,
+        steps: run.steps,
+        violated_at: decided.at_step.filter(|_| decided.verdict == check::Verdict::Violated),
+        model,
+    })
+}
