@@ -5,7 +5,7 @@
 
 use clap::Parser;
 use retrylab::atomic::write_atomic;
-use retrylab::check::{explore, BfsOptions};
+use retrylab::check::Model as _;
 use retrylab::model::{Faults, World};
 use retrylab::plot::{write_line_chart, BandPoint, LineChart, Scale, Series};
 use retrylab::spec::load_model;
@@ -81,12 +81,11 @@ fn main() {
     let mut rows = Vec::new();
     for (dimension, value, world) in &worlds {
         for symmetry in [false, true] {
-            let options = BfsOptions {
-                max_states: args.max_states,
-                symmetry,
-                ..BfsOptions::default()
-            };
-            let report = explore(world, &options, &mut |_, _| {});
+            let report = world
+                .checker()
+                .max_states(args.max_states)
+                .symmetry(symmetry)
+                .bfs();
             eprintln!(
                 "{dimension}={value} symmetry={symmetry}: {} states",
                 report.states

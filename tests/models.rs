@@ -1,7 +1,7 @@
 //! Every model file in models/ gets the verdicts it declares, with its dangerous scenarios reached; and for the
 //! designs that hold, the broken twin (one knob turned) is caught.
 
-use retrylab::check::{explore, BfsOptions, Verdict};
+use retrylab::check::{Model as _, Verdict};
 use retrylab::model::{Event, Property};
 use retrylab::protocol::Claim;
 use retrylab::spec::{load_model, model_files};
@@ -17,9 +17,9 @@ fn every_model_gets_its_declared_verdicts_and_reaches_its_scenarios() {
     let mut failures = Vec::new();
     for file in files {
         let model = load_model(&file).unwrap();
-        let report = explore(&model.world, &options(&model), &mut |_, _| {});
+        let report = search(&model);
         for (property, expected) in &model.expected {
-            let actual = report.verdicts[property];
+            let actual = report.verdict(property.name());
             if actual != *expected {
                 failures.push(format!(
                     "{}: {} is {:?}, declared {:?}",
@@ -31,7 +31,7 @@ fn every_model_gets_its_declared_verdicts_and_reaches_its_scenarios() {
             }
         }
         for scenario in &model.reached {
-            if !report.reached(*scenario) {
+            if !report.reached(scenario.scenario_name()) {
                 failures.push(format!(
                     "{}: scenario {} never reached",
                     model.path,
@@ -58,12 +58,12 @@ fn every_model_gets_its_declared_verdicts_and_reaches_its_scenarios() {
 #[test]
 fn the_article_design_holds_and_its_select_then_insert_twin_duplicates() {
     let model = load("article-sqlite.toml");
-    let report = explore(&model.world, &options(&model), &mut |_, _| {});
+    let report = search(&model);
     assert_eq!(
-        report.verdicts[&Property::NoDuplicateEffect],
+        report.verdict(Property::NoDuplicateEffect.name()),
         Verdict::Holds
     );
-    assert!(report.reached(Event::ParallelRetry) && report.reached(Event::DuplicatedRequest));
+    assert!(report.reached(Event::ParallelRetry.scenario_name()) && report.reached(Event::DuplicatedRequest.scenario_name()));
     let mut twin = model.world.clone();
     twin.protocol.claim = Claim::SelectThenInsert;
     assert_eq!(
@@ -75,12 +75,12 @@ fn the_article_design_holds_and_its_select_then_insert_twin_duplicates() {
 #[test]
 fn lease_and_fencing_hold_and_the_unfenced_twin_duplicates() {
     let model = load("lease-fenced.toml");
-    let report = explore(&model.world, &options(&model), &mut |_, _| {});
+    let report = search(&model);
     assert_eq!(
-        report.verdicts[&Property::NoDuplicateEffect],
+        report.verdict(Property::NoDuplicateEffect.name()),
         Verdict::Holds
     );
-    assert!(report.reached(Event::SlowOwner) && report.reached(Event::FencedCompletion));
+    assert!(report.reached(Event::SlowOwner.scenario_name()) && report.reached(Event::FencedCompletion.scenario_name()));
     let mut twin = model.world.clone();
     twin.protocol.fencing = false;
     assert_eq!(
@@ -104,24 +104,16 @@ fn a_lease_unsticks_the_key_that_the_article_design_leaves_stuck() {
 #[test]
 fn a_search_cut_short_is_incomplete_never_holds() {
     let model = load("article-sqlite.toml");
-    let cut = BfsOptions {
-        max_states: 1000,
-        ..BfsOptions::default()
-    };
-    let report = explore(&model.world, &cut, &mut |_, _| {});
+    let report = model.world.checker().max_states(1000).bfs();
     assert!(!report.complete);
     assert_eq!(
-        report.verdicts[&Property::NoDuplicateEffect],
+        report.verdict(Property::NoDuplicateEffect.name()),
         Verdict::Incomplete
     );
-    let shallow = BfsOptions {
-        max_depth: 5,
-        ..BfsOptions::default()
-    };
-    let report = explore(&model.world, &shallow, &mut |_, _| {});
+    let report = model.world.checker().max_depth(5).bfs();
     assert!(!report.complete);
     assert_eq!(
-        report.verdicts[&Property::NoDuplicateEffect],
+        report.verdict(Property::NoDuplicateEffect.name()),
         Verdict::Incomplete
     );
 }
@@ -131,7 +123,9 @@ fn counterexamples_are_shortest() {
     // new-key-per-attempt: send, deliver, claim, effect, commit, answer, lose the answer, time out and retry,
     // deliver, claim, effect, commit = 12 steps; nothing shorter can commit two payments.
     let model = load("new-key-per-attempt.toml");
-    let report = explore(&model.world, &options(&model), &mut |_, _| {});
-    let path = &report.counterexamples[&Property::NoDuplicateEffect];
+    let report = search(&model);
+    let path = report
+        .counterexample(Property::NoDuplicateEffect.name())
+        .unwrap();
     assert_eq!(path.len(), 12, "{path:?}");
 }

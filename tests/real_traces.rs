@@ -6,7 +6,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use retrylab::check::{self, BfsOptions, Trace, Verdict};
+use retrylab::check::{self, Model as _, Verdict};
 use retrylab::model::{Action, Event, Property, World};
 use retrylab::real::drive::{self, DriveReport, Driver};
 use retrylab::real::{KeyStore, MemoryStore, SqliteStore, StdLock, Tables};
@@ -51,15 +51,8 @@ fn drive_sqlite(world: &World, actions: &[Action]) -> DriveReport {
         .unwrap_or_else(|e| panic!("sqlite store: {e}"))
 }
 
-/// The checker's search, bounded so the test stays in seconds: the shortest counterexamples of these small models
-/// are found long before the bound (a property not found within it is simply not driven).
-fn search_options() -> BfsOptions {
-    BfsOptions {
-        max_states: SEARCH_STATES_MAX,
-        ..BfsOptions::default()
-    }
-}
-
+/// The checker's search is bounded so the test stays in seconds: the shortest counterexamples of these small
+/// models are found long before the bound (a property not found within it is simply not driven).
 const SEARCH_STATES_MAX: u64 = 200_000;
 
 #[test]
@@ -74,22 +67,24 @@ fn every_counterexample_replays_on_real_code_and_duplicates_duplicate() {
         {
             continue;
         }
-        let report = check::explore(&model.world, &search_options(), &mut |_, _| {});
+        let report = model.world.checker().max_states(SEARCH_STATES_MAX).bfs();
         if model.expected.get(&Property::NoDuplicateEffect) == Some(&Verdict::Violated) {
             assert!(
                 report
-                    .counterexamples
-                    .contains_key(&Property::NoDuplicateEffect),
+                    .counterexample(Property::NoDuplicateEffect.name())
+                    .is_some(),
                 "{}: the checker found no duplicate",
                 model.path
             );
         }
-        for (property, actions) in &report.counterexamples {
+        for (found, actions) in report.counterexamples() {
+            let property = &Property::by_name(&found.name).unwrap();
             // Through the versioned trace format: what `retrylab check` saves is what gets driven.
-            let (steps, _, _) =
-                check::timeline(&model.world, actions).expect("a found path replays");
-            let trace = Trace::new(&model, *property, "bfs", None, steps);
-            let trace = check::parse_trace("memory", &trace.to_json()).expect("trace round trip");
+            let steps = check::timeline(&model.world, actions)
+                .expect("a found path replays")
+                .steps;
+            let trace = spec::new_trace(&model, &found.name, "bfs", None, steps);
+            let trace = spec::parse_trace("memory", &trace.to_json()).expect("trace round trip");
             let world = spec::parse_model(&trace.model, &trace.model_source)
                 .unwrap()
                 .world;

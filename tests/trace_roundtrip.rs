@@ -1,8 +1,8 @@
 //! Check, save the trace, load it, replay it: the same violation at the same step, the same timeline.
 
-use retrylab::check::{explore, parse_trace, replay, timeline, BfsOptions, Trace};
-use retrylab::model::{Property, PropertyKind};
-use retrylab::spec::load_model;
+use retrylab::check::{timeline, Kind, Model as _};
+use retrylab::model::Property;
+use retrylab::spec::{load_model, new_trace, parse_trace, replay};
 use std::path::Path;
 
 #[test]
@@ -19,36 +19,35 @@ fn every_counterexample_round_trips_through_a_trace_file() {
                 .join(name),
         )
         .unwrap();
-        let report = explore(&model.world, &BfsOptions::default(), &mut |_, _| {});
+        let report = model.world.checker().bfs();
         assert!(
-            !report.counterexamples.is_empty(),
+            report.counterexamples().count() > 0,
             "{name} should have a counterexample"
         );
-        for (property, actions) in &report.counterexamples {
-            let (steps, _, events) = timeline(&model.world, actions).unwrap();
-            if property.kind() == PropertyKind::Always {
+        for (found, actions) in report.counterexamples() {
+            let property = Property::by_name(&found.name).unwrap();
+            let run = timeline(&model.world, actions).unwrap();
+            if found.kind == Kind::Always {
                 assert!(
-                    property.violated_by(*events.last().unwrap()),
+                    property.violated_by(*run.observed.last().unwrap()),
                     "{name}: the last step violates"
                 );
             }
-            let trace = Trace::new(&model, *property, "bfs", None, steps.clone());
-            let file = folder
-                .path()
-                .join(format!("{name}.{}.json", property.name()));
+            let trace = new_trace(&model, &found.name, "bfs", None, run.steps.clone());
+            let file = folder.path().join(format!("{name}.{}.json", found.name));
             std::fs::write(&file, trace.to_json()).unwrap();
             let text = std::fs::read_to_string(&file).unwrap();
             let parsed = parse_trace("trace", &text).unwrap();
             assert_eq!(parsed, trace);
             let outcome = replay("trace", &parsed).unwrap();
-            assert_eq!(outcome.property, *property);
+            assert_eq!(outcome.property, property);
             assert_eq!(
                 outcome.violated_at,
                 Some(actions.len()),
                 "{name} {}",
-                property.name()
+                found.name
             );
-            assert_eq!(outcome.steps, steps);
+            assert_eq!(outcome.steps, run.steps);
         }
     }
 }
@@ -61,16 +60,17 @@ fn a_tampered_trace_diverges_loudly() {
             .join("select-then-insert.toml"),
     )
     .unwrap();
-    let report = explore(&model.world, &BfsOptions::default(), &mut |_, _| {});
-    let actions = &report.counterexamples[&Property::NoDuplicateEffect];
-    let (mut steps, _, _) = timeline(&model.world, actions).unwrap();
+    let report = model.world.checker().bfs();
+    let name = Property::NoDuplicateEffect.name();
+    let actions = report.counterexample(name).unwrap();
+    let mut steps = timeline(&model.world, actions).unwrap().steps;
     steps.swap(0, 1); // deliver before send: not enabled
-    let trace = Trace::new(&model, Property::NoDuplicateEffect, "bfs", None, steps);
+    let trace = new_trace(&model, name, "bfs", None, steps);
     let error = replay("t.json", &trace).unwrap_err();
     assert!(error.to_string().contains("diverges at step 1"), "{error}");
     // A trace cut before its last step does not reproduce.
-    let (mut steps, _, _) = timeline(&model.world, actions).unwrap();
+    let mut steps = timeline(&model.world, actions).unwrap().steps;
     steps.pop();
-    let trace = Trace::new(&model, Property::NoDuplicateEffect, "bfs", None, steps);
+    let trace = new_trace(&model, name, "bfs", None, steps);
     assert_eq!(replay("t.json", &trace).unwrap().violated_at, None);
 }

@@ -184,7 +184,7 @@ mod tests {
     use super::*;
     use crate::model::Key;
 
-    fn step(number: usize, action: Action, text: &str) -> TimelineStep {
+    fn step(number: usize, action: Action, text: &str) -> TimelineStep<Action> {
         TimelineStep {
             step: number,
             action,

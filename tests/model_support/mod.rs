@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // each test file uses a different subset
 
-use retrylab::check::{explore, BfsOptions, Verdict};
+use retrylab::check::{Checker, Model as _, Report, Verdict};
 use retrylab::model::{Property, World};
 use retrylab::spec::{load_model, Model};
 use std::path::Path;
@@ -17,24 +17,29 @@ pub fn load(name: &str) -> Model {
     .expect("model parses")
 }
 
-/// The bounds the model file declares.
-pub fn options(model: &Model) -> BfsOptions {
-    BfsOptions {
-        max_states: model.limits.max_states,
-        max_depth: model.limits.max_depth,
-        ..BfsOptions::default()
-    }
+/// A checker with the bounds the model file declares.
+pub fn checker(model: &Model) -> Checker<'_, World> {
+    model
+        .world
+        .checker()
+        .max_states(model.limits.max_states)
+        .max_depth(model.limits.max_depth)
+}
+
+/// The model file's own search.
+pub fn search(model: &Model) -> Report<World> {
+    checker(model).bfs()
 }
 
 pub fn verdict(world: &World, property: Property) -> Verdict {
-    explore(world, &BfsOptions::default(), &mut |_, _| {}).verdicts[&property]
+    world.checker().bfs().verdict(property.name())
 }
 
 /// The broken twin: stop at its first violation (the full space is not needed to show a bug).
 pub fn twin_verdict(world: &World, property: Property) -> Verdict {
-    let options = BfsOptions {
-        stop_on: Some(property),
-        ..BfsOptions::default()
-    };
-    explore(world, &options, &mut |_, _| {}).verdicts[&property]
+    world
+        .checker()
+        .stop_on(property.name())
+        .bfs()
+        .verdict(property.name())
 }
