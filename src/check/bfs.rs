@@ -191,7 +191,7 @@ fn can_move<M: Model>(model: &M, level: &Level<M>) -> bool {
     let mut state = model.init_state();
     (0..level.len()).any(|index| {
         level.load(model, index, &mut state);
-        model.actions(&state, &mut actions);
+        super::model::enabled(model, &state, &mut actions);
         !actions.is_empty()
     })
 }

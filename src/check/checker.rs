@@ -190,7 +190,7 @@ pub fn replay_path<M: Model>(
     let mut enabled = Vec::new();
     let mut at_rest_end = false;
     for (index, state) in run.states.iter().enumerate() {
-        model.actions(state, &mut enabled);
+        super::model::enabled(model, state, &mut enabled);
         let at_rest = enabled.iter().all(|action| model.is_fault(state, action));
         judge.visit(state, at_rest);
         at_rest_end = at_rest;

@@ -119,7 +119,7 @@ pub(crate) fn expand_unit<M: Model>(
     for index in unit {
         let parent = level.first_id + index as u32;
         level.load(model, index, &mut state);
-        model.actions(&state, &mut actions);
+        super::model::enabled(model, &state, &mut actions);
         let at_rest = actions.iter().all(|action| model.is_fault(&state, action));
         if at_rest {
             for &(property, predicate) in &plan.at_rest {

@@ -23,6 +23,24 @@ impl Observation for () {
     }
 }
 
+/// Plain integers are bitmasks: one bit per thing a step can do.
+macro_rules! bitmask_observation {
+    ($($int:ty),*) => {$(
+        impl Observation for $int {
+            #[inline]
+            fn union(self, other: $int) -> $int {
+                self | other
+            }
+            #[inline]
+            fn intersects(self, other: $int) -> bool {
+                self & other != 0
+            }
+        }
+    )*};
+}
+
+bitmask_observation!(u8, u16, u32, u64, u128);
+
 /// A protocol as a state machine. The explorers (`Checker::bfs`, `Checker::walks`, `Checker::replay`) need only
 /// this; see `examples/own_protocol.rs` for a complete one in a hundred lines.
 ///
@@ -38,8 +56,8 @@ pub trait Model: Sized + Sync {
 
     fn init_state(&self) -> Self::State;
 
-    /// Every action enabled in `state`, in a deterministic order, into `out` (cleared first; reused by the
-    /// explorer so that listing allocates nothing).
+    /// Every action enabled in `state`, in a deterministic order, pushed onto `out` (which the checker has
+    /// cleared; it is reused so that listing allocates nothing).
     fn actions(&self, state: &Self::State, out: &mut Vec<Self::Action>);
 
     /// Apply an enabled action in place and return what the step did.
@@ -107,6 +125,13 @@ pub trait Model: Sized + Sync {
     fn checker(&self) -> super::Checker<'_, Self> {
         super::Checker::new(self)
     }
+}
+
+/// The enabled actions of `state` into `out`, cleared first.
+#[inline]
+pub(crate) fn enabled<M: Model>(model: &M, state: &M::State, out: &mut Vec<M::Action>) {
+    out.clear();
+    model.actions(state, out);
 }
 
 /// Searches larger than this skip the debug-build check of `Model::acyclic` (it keeps every edge).

@@ -9,7 +9,7 @@ pub fn rebuild_path<M: Model>(model: &M, indices: &[u16]) -> Vec<M::Action> {
     let mut enabled = Vec::new();
     let mut actions = Vec::with_capacity(indices.len());
     for &index in indices {
-        model.actions(&state, &mut enabled);
+        super::model::enabled(model, &state, &mut enabled);
         let action = enabled[index as usize].clone();
         model.apply(&mut state, &action);
         actions.push(action);
@@ -33,11 +33,11 @@ pub fn rebuild_path_reduced<M: Model>(model: &M, indices: &[u16]) -> Vec<M::Acti
     let mut real_enabled = Vec::new();
     let mut actions = Vec::with_capacity(indices.len());
     for &index in indices {
-        model.actions(&reduced, &mut enabled);
+        super::model::enabled(model, &reduced, &mut enabled);
         let mut successor = reduced.clone();
         model.apply(&mut successor, &enabled[index as usize]);
         let target = canonical(model, &successor);
-        model.actions(&real, &mut real_enabled);
+        super::model::enabled(model, &real, &mut real_enabled);
         let (action, next) = real_enabled
             .iter()
             .find_map(|action| {
@@ -87,7 +87,7 @@ pub fn timeline<M: Model>(model: &M, actions: &[M::Action]) -> Result<Run<M>, us
     };
     run.states.push(state.clone());
     for (index, action) in actions.iter().enumerate() {
-        model.actions(&state, &mut enabled);
+        super::model::enabled(model, &state, &mut enabled);
         if !enabled.contains(action) {
             return Err(index + 1);
         }

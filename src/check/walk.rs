@@ -46,7 +46,7 @@ fn walk<M: Model>(
     let mut actions = Vec::new();
     let mut finished = false;
     for _ in 0..=max_depth {
-        walked.actions(&state, &mut actions);
+        super::model::enabled(walked, &state, &mut actions);
         let at_rest = actions.iter().all(|action| walked.is_fault(&state, action));
         judge.visit(&state, at_rest);
         if at_rest {
