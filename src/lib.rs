@@ -99,6 +99,7 @@ pub mod atomic;
 pub mod backoff;
 pub mod check;
 pub mod cli;
+pub mod handler;
 pub mod model;
 pub mod plot;
 pub mod protocol;

@@ -55,7 +55,10 @@ fn the_article_design_holds_and_its_select_then_insert_twin_duplicates() {
         report.verdict(Property::NoDuplicateEffect.name()),
         Verdict::Holds
     );
-    assert!(report.reached(Event::ParallelRetry.scenario_name()) && report.reached(Event::DuplicatedRequest.scenario_name()));
+    assert!(
+        report.reached(Event::ParallelRetry.scenario_name())
+            && report.reached(Event::DuplicatedRequest.scenario_name())
+    );
     let mut twin = model.world.clone();
     twin.protocol.claim = Claim::SelectThenInsert;
     assert_eq!(
@@ -72,7 +75,10 @@ fn lease_and_fencing_hold_and_the_unfenced_twin_duplicates() {
         report.verdict(Property::NoDuplicateEffect.name()),
         Verdict::Holds
     );
-    assert!(report.reached(Event::SlowOwner.scenario_name()) && report.reached(Event::FencedCompletion.scenario_name()));
+    assert!(
+        report.reached(Event::SlowOwner.scenario_name())
+            && report.reached(Event::FencedCompletion.scenario_name())
+    );
     let mut twin = model.world.clone();
     twin.protocol.fencing = false;
     assert_eq!(

@@ -4,6 +4,9 @@
 use super::model::{Model, Observation};
 use super::property::{Kind, Property};
 
+/// A property's index, and its state predicate.
+pub(crate) type StateCheck<M> = (usize, fn(&M, &<M as Model>::State) -> bool);
+
 pub(crate) struct Plan<M: Model> {
     pub properties: Vec<Property<M>>,
     /// Union of the masks of the step-based `always` properties: a transition observing none of it needs no
@@ -12,13 +15,13 @@ pub(crate) struct Plan<M: Model> {
     /// Step-based `always` properties (index, mask).
     pub always_observed: Vec<(usize, M::Obs)>,
     /// State-based `always` properties.
-    pub always_state: Vec<(usize, fn(&M, &M::State) -> bool)>,
+    pub always_state: Vec<StateCheck<M>>,
     /// Step-based `sometimes` properties.
     pub sometimes_observed: Vec<(usize, M::Obs)>,
     /// State-based `sometimes` properties.
-    pub sometimes_state: Vec<(usize, fn(&M, &M::State) -> bool)>,
+    pub sometimes_state: Vec<StateCheck<M>>,
     /// `eventually_at_rest` properties judged at rest states alone (the model promises acyclicity).
-    pub at_rest: Vec<(usize, fn(&M, &M::State) -> bool)>,
+    pub at_rest: Vec<StateCheck<M>>,
     /// `eventually` properties judged on the state graph; bit `i` of a node's goal mask is `graph[i]`'s goal.
     pub graph: Vec<usize>,
     /// Every `eventually` property (walks and replay judge them all alike, along the path).
@@ -64,10 +67,10 @@ impl<M: Model> Plan<M> {
                 (Kind::Eventually, ..) => {
                     plan.eventually.push(index);
                     match property.condition {
-                    super::property::Condition::AtRest(predicate) if acyclic => {
-                        plan.at_rest.push((index, predicate))
-                    }
-                    _ => plan.graph.push(index),
+                        super::property::Condition::AtRest(predicate) if acyclic => {
+                            plan.at_rest.push((index, predicate))
+                        }
+                        _ => plan.graph.push(index),
                     }
                 }
                 _ => unreachable!("property constructors pair kinds and conditions"),

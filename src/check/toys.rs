@@ -294,7 +294,10 @@ fn symmetry_merges_the_two_processes_and_keeps_verdicts() {
 
 #[test]
 fn walks_find_the_bug_and_prove_nothing() {
-    let report = Mutex { atomic: false }.checker().max_depth(20).walks(1, 200);
+    let report = Mutex { atomic: false }
+        .checker()
+        .max_depth(20)
+        .walks(1, 200);
     assert_eq!(report.walks, 200);
     assert_eq!(report.verdict("mutual exclusion"), Verdict::Violated);
     assert_eq!(report.verdict("P1 enters"), Verdict::Holds);

@@ -1,0 +1,111 @@
+//! What a handler is written against: the store interface (a transactional database with unique keys and an
+//! effect table, a key-value store with TTLs, an external provider, a clock) and the request and reply types.
+//!
+//! A handler is ordinary async Rust over `S: Store`. Every store call is a step boundary: the checker may crash
+//! the process there (its open transaction is lost, what was committed stays), pause it (leases and TTLs may
+//! expire meanwhile) or run another process first. In production the same code runs on SQLite or PostgreSQL,
+//! where each call simply happens.
+//!
+//! Values are JSON text. Keys and table names are strings. A handler must be deterministic: the same request and
+//! the same answers to its calls must make the same calls (no clock but `now_ms`, no randomness, no globals).
+
+use std::future::Future;
+
+/// A request as the server sees it: who sent it (key scope), its idempotency key and its JSON body.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Request {
+    pub client: String,
+    pub key: String,
+    pub body: String,
+}
+
+/// What the handler answers: an HTTP status and a JSON body.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Reply {
+    pub status: u16,
+    pub body: String,
+}
+
+impl Reply {
+    pub fn new(status: u16, body: impl Into<String>) -> Reply {
+        Reply {
+            status,
+            body: body.into(),
+        }
+    }
+}
+
+/// How a `kv_set` writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SetMode {
+    /// Only when the key is absent (Redis `NX`).
+    pub if_absent: bool,
+    /// Expire after this many milliseconds (Redis `PX`), in the same command.
+    pub ttl_ms: Option<u64>,
+}
+
+/// A store call that could not be made.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StoreError {
+    /// A call that needs an open transaction was made without one (or `begin` inside one).
+    NoTransaction,
+    /// The database refused (a constraint, a lost connection): the transaction is rolled back.
+    Refused(String),
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::NoTransaction => write!(f, "no open transaction"),
+            StoreError::Refused(reason) => write!(f, "refused: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The storage a handler talks to. Table rows and effects are read and written inside a transaction
+/// (`begin` .. `commit`); the key-value store, the provider and the clock are outside any transaction.
+#[allow(async_fn_in_trait)] // handlers are generic over the store; nothing needs `Send` futures
+pub trait Store {
+    async fn begin(&mut self) -> StoreResult<()>;
+    async fn commit(&mut self) -> StoreResult<()>;
+    async fn rollback(&mut self) -> StoreResult<()>;
+    /// Insert under a unique key unless a row has it; whether it was inserted.
+    async fn insert_if_absent(&mut self, table: &str, key: &str, value: &str) -> StoreResult<bool>;
+    async fn get(&mut self, table: &str, key: &str) -> StoreResult<Option<String>>;
+    /// Overwrite a row; with `expected`, only when its current value is exactly that (compare-and-set, fencing).
+    /// Whether it was written (false: no such row, or the value differed).
+    async fn update(
+        &mut self,
+        table: &str,
+        key: &str,
+        value: &str,
+        expected: Option<&str>,
+    ) -> StoreResult<bool>;
+    async fn delete(&mut self, table: &str, key: &str) -> StoreResult<bool>;
+    /// Insert an effect row (a payment); returns its id, 1-based in commit order of the table.
+    async fn insert_effect(&mut self, table: &str, value: &str) -> StoreResult<u64>;
+    /// SET (with NX and a TTL as `mode` says); whether it was written.
+    async fn kv_set(&mut self, key: &str, value: &str, mode: SetMode) -> StoreResult<bool>;
+    async fn kv_get(&mut self, key: &str) -> StoreResult<Option<String>>;
+    async fn kv_del(&mut self, key: &str) -> StoreResult<bool>;
+    /// EXPIRE: give an existing key a TTL; whether it existed.
+    async fn kv_expire(&mut self, key: &str, ttl_ms: u64) -> StoreResult<bool>;
+    /// Charge at the external provider, with an idempotency key or none; returns the charge id. With a key the
+    /// provider charges once per key and answers a repeat with the first charge's id.
+    async fn provider_charge(
+        &mut self,
+        idempotency_key: Option<&str>,
+        body: &str,
+    ) -> StoreResult<String>;
+    /// The current time in milliseconds (logical in the checker: only lease and TTL expiries move it).
+    async fn now_ms(&mut self) -> StoreResult<u64>;
+}
+
+/// A request handler: the server's logic, written once.
+pub trait Handler: Sync {
+    fn handle<S: Store>(&self, store: &mut S, request: &Request) -> impl Future<Output = Reply>;
+}

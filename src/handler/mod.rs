@@ -1,0 +1,20 @@
+//! Your own handler: the server's logic written once as ordinary async Rust over a store interface
+//! ([`Store`]), explored by the checker under every crash point, loss and retry, and run for real on the
+//! databases. See `../shared/HANDLERS.md` for the design.
+//!
+//! - [`api`]: the store interface, the request and reply, the [`Handler`] trait.
+//! - [`calls`]: store calls and answers as data.
+//! - [`replay`]: running a handler step by step by replaying its recorded answers.
+//! - [`sim`]: the simulated store the checker runs handlers against.
+
+pub mod api;
+pub mod calls;
+pub mod replay;
+pub mod sim;
+
+pub use api::{Handler, Reply, Request, SetMode, Store, StoreError, StoreResult};
+pub use calls::{Answer, Call};
+pub use replay::{next_step, Next, NotDeterministic};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,211 @@
+//! The simulated store the checker runs handlers against: committed state (tables of rows under unique keys, the
+//! effect tables, a key-value map with expiry times, the provider's charges, a logical clock) and each
+//! process's open transaction (its write set; reads see it over the committed state). Isolation: one writer at a
+//! time, as SQLite's `BEGIN IMMEDIATE` gives (a `begin` is not enabled while another process holds the write
+//! lock). Effects and charges carry the ghost operation of the request being handled, for the properties.
+
+use super::api::{SetMode, StoreError};
+use super::calls::{Answer, Call};
+use std::collections::BTreeMap;
+
+/// A ghost operation id (the checker's, never shown to the handler).
+pub type Ghost = u16;
+
+/// What survives a crash.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Committed {
+    /// (table, key) -> value.
+    pub rows: BTreeMap<(String, String), String>,
+    /// Effect rows in commit order: (table, value, operation).
+    pub effects: Vec<(String, String, Ghost)>,
+    /// key -> (value, expiry time in ms).
+    pub kv: BTreeMap<String, (String, Option<u64>)>,
+    /// Provider charges: (idempotency key, operation).
+    pub charges: Vec<(Option<String>, Ghost)>,
+    pub now_ms: u64,
+    /// The process holding the write lock.
+    pub writer: Option<u8>,
+}
+
+/// A process's open transaction: what it wrote, not yet committed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Txn {
+    /// (table, key) -> new value, or `None` for a delete.
+    writes: BTreeMap<(String, String), Option<String>>,
+    /// Effect rows: (table, value).
+    effects: Vec<(String, String)>,
+}
+
+impl Committed {
+    /// Whether process `proc` may make `call` now: a transaction (or a row call outside one, which is its own
+    /// transaction) needs the write lock, which another process may hold.
+    pub fn enabled(&self, proc: u8, call: &Call, txn: Option<&Txn>) -> bool {
+        let needs_lock = matches!(call, Call::Begin) || (call.in_transaction() && txn.is_none());
+        !needs_lock || self.writer.is_none_or(|writer| writer == proc)
+    }
+
+    /// The effects committed so far for an operation.
+    pub fn effects_of(&self, op: Ghost) -> usize {
+        self.effects
+            .iter()
+            .filter(|(_, _, owner)| *owner == op)
+            .count()
+    }
+
+    /// The provider charges made so far for an operation.
+    pub fn charges_of(&self, op: Ghost) -> usize {
+        self.charges
+            .iter()
+            .filter(|(_, owner)| *owner == op)
+            .count()
+    }
+
+    /// A process crashed: its transaction is gone, and with it the write lock.
+    pub fn crashed(&mut self, proc: u8) {
+        if self.writer == Some(proc) {
+            self.writer = None;
+        }
+    }
+
+    /// Make `call` for process `proc` handling operation `op`; `txn` is its open transaction.
+    pub fn execute(&mut self, proc: u8, op: Ghost, call: &Call, txn: &mut Option<Txn>) -> Answer {
+        match call {
+            Call::Begin if txn.is_some() => Answer::Failed(StoreError::NoTransaction),
+            Call::Begin => {
+                self.writer = Some(proc);
+                *txn = Some(Txn::default());
+                Answer::Done
+            }
+            Call::Commit | Call::Rollback => match txn.take() {
+                None => Answer::Failed(StoreError::NoTransaction),
+                Some(open) => {
+                    if *call == Call::Commit {
+                        self.apply(open, op);
+                    }
+                    self.writer = None;
+                    Answer::Done
+                }
+            },
+            row_call if row_call.in_transaction() => match txn {
+                Some(open) => self.row_call(open, row_call),
+                None => {
+                    // Autocommit: a transaction of one statement.
+                    let mut open = Txn::default();
+                    let answer = self.row_call(&mut open, row_call);
+                    self.apply(open, op);
+                    answer
+                }
+            },
+            other => self.outside_call(op, other),
+        }
+    }
+
+    fn apply(&mut self, txn: Txn, op: Ghost) {
+        for (place, value) in txn.writes {
+            match value {
+                Some(value) => self.rows.insert(place, value),
+                None => self.rows.remove(&place),
+            };
+        }
+        self.effects.extend(
+            txn.effects
+                .into_iter()
+                .map(|(table, value)| (table, value, op)),
+        );
+    }
+
+    fn read(&self, txn: &Txn, table: &str, key: &str) -> Option<String> {
+        let place = (table.to_string(), key.to_string());
+        match txn.writes.get(&place) {
+            Some(written) => written.clone(),
+            None => self.rows.get(&place).cloned(),
+        }
+    }
+
+    fn row_call(&self, txn: &mut Txn, call: &Call) -> Answer {
+        match call {
+            Call::InsertIfAbsent { table, key, value } => {
+                let absent = self.read(txn, table, key).is_none();
+                if absent {
+                    txn.writes
+                        .insert((table.clone(), key.clone()), Some(value.clone()));
+                }
+                Answer::Flag(absent)
+            }
+            Call::Get { table, key } => Answer::Row(self.read(txn, table, key)),
+            Call::Update {
+                table,
+                key,
+                value,
+                expected,
+            } => {
+                let current = self.read(txn, table, key);
+                let matches = match expected {
+                    Some(expected) => current.as_deref() == Some(expected.as_str()),
+                    None => current.is_some(),
+                };
+                if matches {
+                    txn.writes
+                        .insert((table.clone(), key.clone()), Some(value.clone()));
+                }
+                Answer::Flag(matches)
+            }
+            Call::Delete { table, key } => {
+                let present = self.read(txn, table, key).is_some();
+                txn.writes.insert((table.clone(), key.clone()), None);
+                Answer::Flag(present)
+            }
+            Call::InsertEffect { table, value } => {
+                txn.effects.push((table.clone(), value.clone()));
+                let committed = self.effects.iter().filter(|(t, _, _)| t == table).count();
+                let pending = txn.effects.iter().filter(|(t, _)| t == table).count();
+                Answer::Id((committed + pending) as u64)
+            }
+            _ => unreachable!("row calls only"),
+        }
+    }
+
+    /// The key-value store, the provider and the clock: no transaction.
+    fn outside_call(&mut self, op: Ghost, call: &Call) -> Answer {
+        let now = self.now_ms;
+        self.kv
+            .retain(|_, (_, expiry)| expiry.is_none_or(|at| at > now));
+        match call {
+            Call::KvSet { key, value, mode } => Answer::Flag(self.kv_set(key, value, *mode)),
+            Call::KvGet { key } => Answer::Row(self.kv.get(key).map(|(value, _)| value.clone())),
+            Call::KvDel { key } => Answer::Flag(self.kv.remove(key).is_some()),
+            Call::KvExpire { key, ttl_ms } => match self.kv.get_mut(key) {
+                Some((_, expiry)) => {
+                    *expiry = Some(now + ttl_ms);
+                    Answer::Flag(true)
+                }
+                None => Answer::Flag(false),
+            },
+            Call::ProviderCharge {
+                idempotency_key, ..
+            } => {
+                let earlier = idempotency_key.as_ref().and_then(|key| {
+                    self.charges
+                        .iter()
+                        .position(|(charged, _)| charged.as_ref() == Some(key))
+                });
+                let index = earlier.unwrap_or_else(|| {
+                    self.charges.push((idempotency_key.clone(), op));
+                    self.charges.len() - 1
+                });
+                Answer::Text(format!("ch_{}", index + 1))
+            }
+            Call::Now => Answer::Time(now),
+            _ => unreachable!("calls outside a transaction only"),
+        }
+    }
+
+    fn kv_set(&mut self, key: &str, value: &str, mode: SetMode) -> bool {
+        if mode.if_absent && self.kv.contains_key(key) {
+            return false;
+        }
+        let expiry = mode.ttl_ms.map(|ttl| self.now_ms + ttl);
+        self.kv.insert(key.to_string(), (value.to_string(), expiry));
+        true
+    }
+}

@@ -1,0 +1,174 @@
+//! The handler machinery on its own: a handler run call by call against the simulated store gives what running it
+//! straight through would; a crash loses the open transaction; a handler that is not deterministic is caught.
+
+use super::sim::{Committed, Txn};
+use super::*;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The article's design in miniature: claim the key in its own transaction, then the effect and the completion
+/// in a second one.
+struct Article;
+
+impl Handler for Article {
+    async fn handle<S: Store>(&self, store: &mut S, request: &Request) -> Reply {
+        let key = format!("{}/{}", request.client, request.key);
+        let claimed = async {
+            store.begin().await?;
+            let claimed = store.insert_if_absent("keys", &key, "in_progress").await?;
+            let row = store.get("keys", &key).await?;
+            store.commit().await?;
+            Ok::<_, StoreError>((claimed, row))
+        };
+        let (claimed, row) = match claimed.await {
+            Ok(found) => found,
+            Err(_) => return Reply::new(500, "{}"),
+        };
+        if !claimed {
+            return match row.as_deref() {
+                Some("in_progress") | None => Reply::new(409, "{}"),
+                Some(done) => Reply::new(200, done),
+            };
+        }
+        let effect = async {
+            store.begin().await?;
+            let id = store.insert_effect("payments", &request.body).await?;
+            let done = format!("{{\"payment\":{id}}}");
+            store.update("keys", &key, &done, None).await?;
+            store.commit().await?;
+            Ok::<_, StoreError>(done)
+        };
+        match effect.await {
+            Ok(done) => Reply::new(201, done),
+            Err(_) => Reply::new(500, "{}"),
+        }
+    }
+}
+
+fn request() -> Request {
+    Request {
+        client: "c1".into(),
+        key: "k1".into(),
+        body: "{\"amount\":500}".into(),
+    }
+}
+
+/// Run one process's handler to its reply, call by call (or until `crash_after` calls).
+fn run(store: &mut Committed, proc: u8, crash_after: Option<usize>) -> Option<Reply> {
+    let mut answered = Vec::new();
+    let mut txn: Option<Txn> = None;
+    loop {
+        match next_step(&Article, &request(), &answered).unwrap() {
+            Next::Reply(reply) => return Some(reply),
+            Next::Call(call) => {
+                if crash_after == Some(answered.len()) {
+                    store.crashed(proc);
+                    return None;
+                }
+                assert!(store.enabled(proc, &call, txn.as_ref()));
+                let answer = store.execute(proc, 0, &call, &mut txn);
+                answered.push((call, answer));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_handler_runs_call_by_call_and_a_retry_is_replayed() {
+    let mut store = Committed::default();
+    assert_eq!(
+        run(&mut store, 0, None),
+        Some(Reply::new(201, "{\"payment\":1}"))
+    );
+    assert_eq!(store.effects_of(0), 1);
+    // The retry finds the completed key.
+    assert_eq!(
+        run(&mut store, 1, None),
+        Some(Reply::new(200, "{\"payment\":1}"))
+    );
+    assert_eq!(store.effects.len(), 1);
+}
+
+#[test]
+fn a_crash_inside_the_effect_transaction_loses_it_and_leaves_the_key_stuck() {
+    let mut store = Committed::default();
+    // Calls: begin, insert, get, commit | begin, insert-effect, ...: crash after the effect was written.
+    assert_eq!(run(&mut store, 0, Some(6)), None);
+    assert_eq!(store.effects.len(), 0, "the open transaction died with it");
+    assert_eq!(store.writer, None, "and so did the write lock");
+    assert_eq!(
+        run(&mut store, 1, None),
+        Some(Reply::new(409, "{}")),
+        "the key stays in_progress"
+    );
+}
+
+#[test]
+fn a_second_writer_waits_for_the_first() {
+    let mut store = Committed::default();
+    let mut txn = None;
+    store.execute(0, 0, &Call::Begin, &mut txn);
+    assert!(!store.enabled(1, &Call::Begin, None));
+    assert!(store.enabled(1, &Call::Now, None));
+    store.execute(0, 0, &Call::Commit, &mut txn);
+    assert!(store.enabled(1, &Call::Begin, None));
+}
+
+/// Reads a global counter: different calls on replay.
+struct Forgetful;
+
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+impl Handler for Forgetful {
+    async fn handle<S: Store>(&self, store: &mut S, _request: &Request) -> Reply {
+        let nonce = CALLS.fetch_add(1, Ordering::Relaxed);
+        let _ = store.kv_get(&format!("nonce-{nonce}")).await;
+        let _ = store.now_ms().await;
+        Reply::new(200, "{}")
+    }
+}
+
+#[test]
+fn a_handler_that_is_not_deterministic_is_caught_and_named() {
+    let first = next_step(&Forgetful, &request(), &[]).unwrap();
+    let Next::Call(call) = first else {
+        panic!("a call first")
+    };
+    let answered = vec![(call, Answer::Row(None))];
+    let error = next_step(&Forgetful, &request(), &answered).unwrap_err();
+    assert_eq!(error.call, 1);
+    assert!(error.to_string().contains("not deterministic"), "{error}");
+}
+
+#[test]
+fn the_provider_charges_once_per_idempotency_key() {
+    let mut store = Committed::default();
+    let mut txn = None;
+    let charge = |key: Option<&str>| Call::ProviderCharge {
+        idempotency_key: key.map(str::to_string),
+        body: "{}".into(),
+    };
+    let first = store.execute(0, 7, &charge(Some("k")), &mut txn);
+    let again = store.execute(0, 7, &charge(Some("k")), &mut txn);
+    assert_eq!(first, again);
+    assert_eq!(store.charges_of(7), 1);
+    store.execute(0, 7, &charge(None), &mut txn);
+    assert_eq!(store.charges_of(7), 2);
+}
+
+#[test]
+fn kv_keys_expire_with_the_clock() {
+    let mut store = Committed::default();
+    let mut txn = None;
+    let set = Call::KvSet {
+        key: "k".into(),
+        value: "v".into(),
+        mode: SetMode {
+            if_absent: true,
+            ttl_ms: Some(100),
+        },
+    };
+    assert_eq!(store.execute(0, 0, &set, &mut txn), Answer::Flag(true));
+    assert_eq!(store.execute(0, 0, &set, &mut txn), Answer::Flag(false));
+    store.now_ms = 100;
+    assert_eq!(store.execute(0, 0, &set, &mut txn), Answer::Flag(true));
+}
