@@ -6,11 +6,14 @@
 //! - [`calls`]: store calls and answers as data.
 //! - [`replay`]: running a handler step by step by replaying its recorded answers.
 //! - [`sim`]: the simulated store the checker runs handlers against.
+//! - [`sqlite`]: the store interface on SQLite; [`drive`]: real handlers run one call at a time.
 
 pub mod api;
 pub mod calls;
+pub mod drive;
 pub mod replay;
 pub mod sim;
+pub mod sqlite;
 
 pub use api::{Handler, Reply, Request, SetMode, Store, StoreError, StoreResult};
 pub use calls::{Answer, Call};

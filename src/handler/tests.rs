@@ -172,3 +172,50 @@ fn kv_keys_expire_with_the_clock() {
     store.now_ms = 100;
     assert_eq!(store.execute(0, 0, &set, &mut txn), Answer::Flag(true));
 }
+
+mod on_sqlite {
+    use super::super::drive::{run_to_reply, Gate, Gated, Running};
+    use super::super::sqlite::SqliteStore;
+    use super::*;
+
+    #[test]
+    fn the_same_handler_runs_on_sqlite_and_replays_the_completed_key() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("handler.db");
+        let mut store = SqliteStore::open(&path).unwrap();
+        assert_eq!(
+            run_to_reply(&Article, &mut store, &request()),
+            Reply::new(201, "{\"payment\":1}")
+        );
+        let mut other = SqliteStore::open(&path).unwrap();
+        assert_eq!(
+            run_to_reply(&Article, &mut other, &request()),
+            Reply::new(200, "{\"payment\":1}")
+        );
+        assert_eq!(store.effects("payments").unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_crash_is_a_dropped_connection_and_sqlite_rolls_the_effect_back() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("handler.db");
+        {
+            let gate = Gate::default();
+            let mut gated = Gated::new(SqliteStore::open(&path).unwrap(), gate);
+            let request = request();
+            let mut running = Running::start(&Article, &mut gated, &request);
+            // begin, insert, get, commit, begin, insert-effect: then the process dies.
+            for _ in 0..6 {
+                assert!(running.step().is_none());
+            }
+            assert_eq!(running.calls(), 6);
+        }
+        let mut store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.effects("payments").unwrap().len(), 0);
+        assert_eq!(
+            run_to_reply(&Article, &mut store, &request()),
+            Reply::new(409, "{}"),
+            "the key stays in_progress, as in the simulated store"
+        );
+    }
+}

@@ -1,0 +1,174 @@
+//! Running handlers on a real store, one call at a time, so that a checker trace (process 1 makes a call, then
+//! process 2, then process 1 crashes...) can be replayed against a real database in the same order. Each
+//! process's handler is a live future over a `Gated` store that makes one more call each time it is allowed to,
+//! and waits otherwise; a crash drops the future (and with it the process's connection and open transaction).
+
+use super::api::{Handler, Reply, Request, SetMode, Store, StoreResult};
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+/// Run a handler to its reply on a store whose calls complete at once (a real database).
+pub fn run_to_reply<H: Handler, S: Store>(handler: &H, store: &mut S, request: &Request) -> Reply {
+    let mut future = pin!(handler.handle(store, request));
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(reply) => reply,
+        Poll::Pending => panic!("a handler awaited something other than its store's calls"),
+    }
+}
+
+/// Calls allowed so far and calls made, shared between a `Gated` store and its driver.
+#[derive(Clone, Default)]
+pub struct Gate {
+    allowed: Rc<Cell<usize>>,
+    made: Rc<Cell<usize>>,
+}
+
+impl Gate {
+    pub fn allow_one(&self) {
+        self.allowed.set(self.allowed.get() + 1);
+    }
+
+    pub fn made(&self) -> usize {
+        self.made.get()
+    }
+}
+
+/// A store that forwards a call only when its gate allows one more.
+pub struct Gated<S> {
+    pub inner: S,
+    gate: Gate,
+}
+
+impl<S> Gated<S> {
+    pub fn new(inner: S, gate: Gate) -> Gated<S> {
+        Gated { inner, gate }
+    }
+
+    /// Wait until one more call is allowed, then count it.
+    async fn turn(&self) {
+        std::future::poll_fn(|_| {
+            if self.gate.made.get() < self.gate.allowed.get() {
+                self.gate.made.set(self.gate.made.get() + 1);
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+        .await
+    }
+}
+
+impl<S: Store> Store for Gated<S> {
+    async fn begin(&mut self) -> StoreResult<()> {
+        self.turn().await;
+        self.inner.begin().await
+    }
+    async fn commit(&mut self) -> StoreResult<()> {
+        self.turn().await;
+        self.inner.commit().await
+    }
+    async fn rollback(&mut self) -> StoreResult<()> {
+        self.turn().await;
+        self.inner.rollback().await
+    }
+    async fn insert_if_absent(&mut self, table: &str, key: &str, value: &str) -> StoreResult<bool> {
+        self.turn().await;
+        self.inner.insert_if_absent(table, key, value).await
+    }
+    async fn get(&mut self, table: &str, key: &str) -> StoreResult<Option<String>> {
+        self.turn().await;
+        self.inner.get(table, key).await
+    }
+    async fn update(
+        &mut self,
+        table: &str,
+        key: &str,
+        value: &str,
+        expected: Option<&str>,
+    ) -> StoreResult<bool> {
+        self.turn().await;
+        self.inner.update(table, key, value, expected).await
+    }
+    async fn delete(&mut self, table: &str, key: &str) -> StoreResult<bool> {
+        self.turn().await;
+        self.inner.delete(table, key).await
+    }
+    async fn insert_effect(&mut self, table: &str, value: &str) -> StoreResult<u64> {
+        self.turn().await;
+        self.inner.insert_effect(table, value).await
+    }
+    async fn kv_set(&mut self, key: &str, value: &str, mode: SetMode) -> StoreResult<bool> {
+        self.turn().await;
+        self.inner.kv_set(key, value, mode).await
+    }
+    async fn kv_get(&mut self, key: &str) -> StoreResult<Option<String>> {
+        self.turn().await;
+        self.inner.kv_get(key).await
+    }
+    async fn kv_del(&mut self, key: &str) -> StoreResult<bool> {
+        self.turn().await;
+        self.inner.kv_del(key).await
+    }
+    async fn kv_expire(&mut self, key: &str, ttl_ms: u64) -> StoreResult<bool> {
+        self.turn().await;
+        self.inner.kv_expire(key, ttl_ms).await
+    }
+    async fn provider_charge(
+        &mut self,
+        idempotency_key: Option<&str>,
+        body: &str,
+    ) -> StoreResult<String> {
+        self.turn().await;
+        self.inner.provider_charge(idempotency_key, body).await
+    }
+    async fn now_ms(&mut self) -> StoreResult<u64> {
+        self.turn().await;
+        self.inner.now_ms().await
+    }
+}
+
+/// A handler run in progress on a real store: step it one call at a time.
+pub struct Running<'a> {
+    future: Pin<Box<dyn Future<Output = Reply> + 'a>>,
+    gate: Gate,
+    reply: Option<Reply>,
+}
+
+impl<'a> Running<'a> {
+    /// Start `handler` on `request` with the store behind `gate` (no call is made yet).
+    pub fn start<H: Handler, S: Store + 'a>(
+        handler: &'a H,
+        store: &'a mut Gated<S>,
+        request: &'a Request,
+    ) -> Running<'a> {
+        let gate = store.gate.clone();
+        Running {
+            future: Box::pin(handler.handle(store, request)),
+            gate,
+            reply: None,
+        }
+    }
+
+    /// Let the handler make its next call (or return); its reply once it has one.
+    pub fn step(&mut self) -> Option<&Reply> {
+        if self.reply.is_none() {
+            self.gate.allow_one();
+            let mut context = Context::from_waker(Waker::noop());
+            if let Poll::Ready(reply) = self.future.as_mut().poll(&mut context) {
+                self.reply = Some(reply);
+            }
+        }
+        self.reply.as_ref()
+    }
+
+    /// Calls made so far.
+    pub fn calls(&self) -> usize {
+        self.gate.made()
+    }
+}

@@ -1,0 +1,255 @@
+//! The store interface on SQLite (rusqlite, bundled): rows under a real primary key (`INSERT OR IGNORE` for
+//! insert-if-absent), effects in a real table, `BEGIN IMMEDIATE` transactions (one writer at a time, as the
+//! simulated store), the key-value store and the provider's charges as tables too. Time is the logical clock the
+//! caller sets (`set_now_ms`), so a checker trace replays with the same expiries.
+//!
+//! One `SqliteStore` is one connection: open one per worker, as a service opens one per handler. A crash is
+//! dropping the connection with a transaction open (SQLite rolls it back).
+
+use super::api::{SetMode, Store, StoreError, StoreResult};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::Path;
+use std::time::Duration;
+
+const SCHEMA: &str = "
+    CREATE TABLE IF NOT EXISTS handler_rows (
+        tbl TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (tbl, key));
+    CREATE TABLE IF NOT EXISTS handler_effects (
+        tbl TEXT NOT NULL, id INTEGER NOT NULL, value TEXT NOT NULL, PRIMARY KEY (tbl, id));
+    CREATE TABLE IF NOT EXISTS handler_kv (
+        key TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at_ms INTEGER);
+    CREATE TABLE IF NOT EXISTS handler_charges (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, idempotency_key TEXT UNIQUE, body TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS handler_clock (one INTEGER PRIMARY KEY CHECK (one = 1), now_ms INTEGER NOT NULL);
+    INSERT OR IGNORE INTO handler_clock VALUES (1, 0);
+";
+
+pub struct SqliteStore {
+    connection: Connection,
+    in_transaction: bool,
+}
+
+fn refused(error: rusqlite::Error) -> StoreError {
+    StoreError::Refused(error.to_string())
+}
+
+impl SqliteStore {
+    /// Open (creating the tables if needed) the database at `path`.
+    pub fn open(path: &Path) -> StoreResult<SqliteStore> {
+        let connection = Connection::open(path).map_err(refused)?;
+        connection
+            .busy_timeout(Duration::from_secs(5))
+            .map_err(refused)?;
+        connection.execute_batch(SCHEMA).map_err(refused)?;
+        Ok(SqliteStore {
+            connection,
+            in_transaction: false,
+        })
+    }
+
+    /// Set the logical clock every connection to this database reads.
+    pub fn set_now_ms(&self, now_ms: u64) -> StoreResult<()> {
+        self.connection
+            .execute(
+                "UPDATE handler_clock SET now_ms = ?1",
+                params![now_ms as i64],
+            )
+            .map(drop)
+            .map_err(refused)
+    }
+
+    /// Committed effect rows of a table, in id order.
+    pub fn effects(&self, table: &str) -> StoreResult<Vec<String>> {
+        let mut statement = self
+            .connection
+            .prepare("SELECT value FROM handler_effects WHERE tbl = ?1 ORDER BY id")
+            .map_err(refused)?;
+        let rows = statement
+            .query_map(params![table], |row| row.get(0))
+            .map_err(refused)?;
+        rows.collect::<Result<_, _>>().map_err(refused)
+    }
+
+    fn now(&self) -> StoreResult<u64> {
+        self.connection
+            .query_row("SELECT now_ms FROM handler_clock", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .map(|now| now as u64)
+            .map_err(refused)
+    }
+
+    fn changed(&self, sql: &str, values: impl rusqlite::Params) -> StoreResult<bool> {
+        self.connection
+            .execute(sql, values)
+            .map(|rows| rows > 0)
+            .map_err(refused)
+    }
+
+    /// Drop expired keys (under the logical clock) before any key-value call.
+    fn expire_kv(&self) -> StoreResult<()> {
+        let now = self.now()? as i64;
+        self.changed(
+            "DELETE FROM handler_kv WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?1",
+            params![now],
+        )
+        .map(drop)
+    }
+}
+
+impl Store for SqliteStore {
+    async fn begin(&mut self) -> StoreResult<()> {
+        if self.in_transaction {
+            return Err(StoreError::NoTransaction);
+        }
+        self.connection
+            .execute_batch("BEGIN IMMEDIATE")
+            .map_err(refused)?;
+        self.in_transaction = true;
+        Ok(())
+    }
+
+    async fn commit(&mut self) -> StoreResult<()> {
+        self.end("COMMIT")
+    }
+
+    async fn rollback(&mut self) -> StoreResult<()> {
+        self.end("ROLLBACK")
+    }
+
+    async fn insert_if_absent(&mut self, table: &str, key: &str, value: &str) -> StoreResult<bool> {
+        self.changed(
+            "INSERT OR IGNORE INTO handler_rows (tbl, key, value) VALUES (?1, ?2, ?3)",
+            params![table, key, value],
+        )
+    }
+
+    async fn get(&mut self, table: &str, key: &str) -> StoreResult<Option<String>> {
+        self.connection
+            .query_row(
+                "SELECT value FROM handler_rows WHERE tbl = ?1 AND key = ?2",
+                params![table, key],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(refused)
+    }
+
+    async fn update(
+        &mut self,
+        table: &str,
+        key: &str,
+        value: &str,
+        expected: Option<&str>,
+    ) -> StoreResult<bool> {
+        match expected {
+            None => self.changed(
+                "UPDATE handler_rows SET value = ?3 WHERE tbl = ?1 AND key = ?2",
+                params![table, key, value],
+            ),
+            Some(expected) => self.changed(
+                "UPDATE handler_rows SET value = ?3 WHERE tbl = ?1 AND key = ?2 AND value = ?4",
+                params![table, key, value, expected],
+            ),
+        }
+    }
+
+    async fn delete(&mut self, table: &str, key: &str) -> StoreResult<bool> {
+        self.changed(
+            "DELETE FROM handler_rows WHERE tbl = ?1 AND key = ?2",
+            params![table, key],
+        )
+    }
+
+    async fn insert_effect(&mut self, table: &str, value: &str) -> StoreResult<u64> {
+        // Numbered per table in commit order: writers are serialised, so the next number is stable.
+        self.connection
+            .query_row(
+                "INSERT INTO handler_effects (tbl, id, value)
+                 SELECT ?1, COALESCE(MAX(id), 0) + 1, ?2 FROM handler_effects WHERE tbl = ?1
+                 RETURNING id",
+                params![table, value],
+                |row| row.get::<_, i64>(0),
+            )
+            .map(|id| id as u64)
+            .map_err(refused)
+    }
+
+    async fn kv_set(&mut self, key: &str, value: &str, mode: SetMode) -> StoreResult<bool> {
+        self.expire_kv()?;
+        let expires = match mode.ttl_ms {
+            Some(ttl) => Some((self.now()? + ttl) as i64),
+            None => None,
+        };
+        let verb = if mode.if_absent {
+            "INSERT OR IGNORE"
+        } else {
+            "INSERT OR REPLACE"
+        };
+        self.changed(
+            &format!("{verb} INTO handler_kv (key, value, expires_at_ms) VALUES (?1, ?2, ?3)"),
+            params![key, value, expires],
+        )
+    }
+
+    async fn kv_get(&mut self, key: &str) -> StoreResult<Option<String>> {
+        self.expire_kv()?;
+        self.connection
+            .query_row(
+                "SELECT value FROM handler_kv WHERE key = ?1",
+                params![key],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(refused)
+    }
+
+    async fn kv_del(&mut self, key: &str) -> StoreResult<bool> {
+        self.expire_kv()?;
+        self.changed("DELETE FROM handler_kv WHERE key = ?1", params![key])
+    }
+
+    async fn kv_expire(&mut self, key: &str, ttl_ms: u64) -> StoreResult<bool> {
+        self.expire_kv()?;
+        let at = (self.now()? + ttl_ms) as i64;
+        self.changed(
+            "UPDATE handler_kv SET expires_at_ms = ?2 WHERE key = ?1",
+            params![key, at],
+        )
+    }
+
+    async fn provider_charge(
+        &mut self,
+        idempotency_key: Option<&str>,
+        body: &str,
+    ) -> StoreResult<String> {
+        self.changed(
+            "INSERT OR IGNORE INTO handler_charges (idempotency_key, body) VALUES (?1, ?2)",
+            params![idempotency_key, body],
+        )?;
+        let id: i64 = match idempotency_key {
+            Some(key) => self.connection.query_row(
+                "SELECT id FROM handler_charges WHERE idempotency_key = ?1",
+                params![key],
+                |row| row.get(0),
+            ),
+            None => Ok(self.connection.last_insert_rowid()),
+        }
+        .map_err(refused)?;
+        Ok(format!("ch_{id}"))
+    }
+
+    async fn now_ms(&mut self) -> StoreResult<u64> {
+        self.now()
+    }
+}
+
+impl SqliteStore {
+    fn end(&mut self, verb: &str) -> StoreResult<()> {
+        if !self.in_transaction {
+            return Err(StoreError::NoTransaction);
+        }
+        self.in_transaction = false;
+        self.connection.execute_batch(verb).map_err(refused)
+    }
+}
