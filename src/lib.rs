@@ -105,6 +105,7 @@ pub mod plot;
 pub mod protocol;
 pub mod real;
 pub mod report;
+pub mod servers;
 pub mod sim;
 pub mod spec;
 pub mod storms;

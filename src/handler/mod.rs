@@ -11,6 +11,7 @@
 pub mod api;
 pub mod calls;
 pub mod drive;
+pub mod postgres;
 pub mod replay;
 pub mod sim;
 pub mod sqlite;

@@ -219,3 +219,45 @@ mod on_sqlite {
         );
     }
 }
+
+mod on_postgres {
+    use super::super::drive::{run_to_reply, Gate, Gated, Running};
+    use super::super::postgres::PostgresStore;
+    use super::*;
+    use crate::servers::postgres::TempPostgres;
+
+    #[test]
+    fn the_same_handler_runs_on_postgres_and_a_dropped_connection_rolls_back() {
+        let Some(server) = TempPostgres::start() else {
+            return;
+        };
+        let mut store = PostgresStore::connect(&server.params()).unwrap();
+        assert_eq!(
+            run_to_reply(&Article, &mut store, &request()),
+            Reply::new(201, "{\"payment\":1}")
+        );
+        let mut other = PostgresStore::connect(&server.params()).unwrap();
+        assert_eq!(
+            run_to_reply(&Article, &mut other, &request()),
+            Reply::new(200, "{\"payment\":1}")
+        );
+        // A second operation whose process dies inside its effect transaction.
+        let second = Request {
+            key: "k2".into(),
+            ..request()
+        };
+        {
+            let gate = Gate::default();
+            let mut gated = Gated::new(PostgresStore::connect(&server.params()).unwrap(), gate);
+            let mut running = Running::start(&Article, &mut gated, &second);
+            for _ in 0..6 {
+                assert!(running.step().is_none());
+            }
+        }
+        assert_eq!(store.effects("payments").unwrap().len(), 1);
+        assert_eq!(
+            run_to_reply(&Article, &mut store, &second),
+            Reply::new(409, "{}")
+        );
+    }
+}

@@ -1,0 +1,125 @@
+//! A throwaway PostgreSQL server: `initdb` into a temporary directory and `pg_ctl start` on a free loopback port.
+//! `initdb` refuses to run as root, so as root both run as the `postgres` user (`runuser`) on a directory it owns.
+
+use super::{free_loopback_port, missing};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Where Debian installs the server binaries.
+const BIN_GLOB_PARENT: &str = "/usr/lib/postgresql";
+
+pub struct TempPostgres {
+    bin: PathBuf,
+    data: tempfile::TempDir,
+    pub port: u16,
+    as_postgres_user: bool,
+}
+
+fn server_bin() -> Option<PathBuf> {
+    let mut versions: Vec<PathBuf> = std::fs::read_dir(BIN_GLOB_PARENT)
+        .ok()?
+        .flatten()
+        .map(|entry| entry.path().join("bin"))
+        .filter(|bin| bin.join("initdb").is_file())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+impl TempPostgres {
+    /// Start a server, or `None` when PostgreSQL is not installed (see `servers::missing`). Panics when it is
+    /// installed but does not start (that is a real failure).
+    pub fn start() -> Option<TempPostgres> {
+        let Some(bin) = server_bin() else {
+            missing("PostgreSQL", "apt-get install -y postgresql")?;
+            unreachable!()
+        };
+        let as_postgres_user = is_root();
+        let data = tempfile::tempdir().expect("a temporary directory");
+        if as_postgres_user {
+            let chown = Command::new("chown")
+                .args(["-R", "postgres:postgres"])
+                .arg(data.path())
+                .output()
+                .expect("chown runs");
+            assert!(chown.status.success(), "chown: {}", text(&chown));
+        }
+        let port = free_loopback_port().expect("a free loopback port");
+        let server = TempPostgres {
+            bin,
+            data,
+            port,
+            as_postgres_user,
+        };
+        let cluster = server.data.path().join("cluster");
+        let init = server.run("initdb", &["-A", "trust", "-U", "postgres", "-D"], &cluster);
+        assert!(init.status.success(), "initdb: {}", text(&init));
+        let options = format!(
+            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            server.data.path().display()
+        );
+        let log = server.data.path().join("server.log");
+        let start = server.run(
+            "pg_ctl",
+            &[
+                "-w",
+                "-l",
+                &log.display().to_string(),
+                "-o",
+                &options,
+                "start",
+                "-D",
+            ],
+            &cluster,
+        );
+        assert!(start.status.success(), "pg_ctl start: {}", text(&start));
+        Some(server)
+    }
+
+    /// Connection parameters for the `postgres` crate.
+    pub fn params(&self) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname=postgres",
+            self.port
+        )
+    }
+
+    fn run(&self, program: &str, args: &[&str], dir: &Path) -> Output {
+        let binary = self.bin.join(program);
+        let mut command = if self.as_postgres_user {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "postgres", "--"]).arg(&binary);
+            command
+        } else {
+            Command::new(&binary)
+        };
+        command
+            .args(args)
+            .arg(dir)
+            .current_dir(self.data.path())
+            .output()
+            .unwrap_or_else(|error| panic!("{}: {error}", binary.display()))
+    }
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+impl Drop for TempPostgres {
+    fn drop(&mut self) {
+        let cluster = self.data.path().join("cluster");
+        let _ = self.run("pg_ctl", &["-m", "immediate", "stop", "-D"], &cluster);
+    }
+}
