@@ -15,10 +15,14 @@ pub mod postgres;
 pub mod replay;
 pub mod sim;
 pub mod sqlite;
+pub mod world;
+mod world_describe;
+mod world_step;
 
 pub use api::{Handler, Reply, Request, SetMode, Store, StoreError, StoreResult};
 pub use calls::{Answer, Call};
 pub use replay::{next_step, Next, NotDeterministic};
+pub use world::{HandlerFaults, HandlerWorld};
 
 #[cfg(test)]
 mod tests;

@@ -261,3 +261,91 @@ mod on_postgres {
         );
     }
 }
+
+mod in_the_checker {
+    use super::*;
+    use crate::check::{Model, Verdict};
+
+    /// SELECT, then INSERT in a later transaction (DOMAIN.md mistake 1): two processes both find nothing.
+    struct SelectThenInsert;
+
+    impl Handler for SelectThenInsert {
+        async fn handle<S: Store>(&self, store: &mut S, request: &Request) -> Reply {
+            let key = format!("{}/{}", request.client, request.key);
+            let Ok(row) = store.get("keys", &key).await else {
+                return Reply::new(500, "{}");
+            };
+            if let Some(done) = row {
+                return Reply::new(200, done);
+            }
+            let effect = async {
+                store.begin().await?;
+                let id = store.insert_effect("payments", &request.body).await?;
+                let done = format!("{{\"payment\":{id}}}");
+                store.delete("keys", &key).await?;
+                store.insert_if_absent("keys", &key, &done).await?;
+                store.commit().await?;
+                Ok::<_, StoreError>(done)
+            };
+            match effect.await {
+                Ok(done) => Reply::new(201, done),
+                Err(_) => Reply::new(500, "{}"),
+            }
+        }
+    }
+
+    fn faults() -> HandlerFaults {
+        HandlerFaults {
+            drop_responses: 1,
+            duplicate_requests: 1,
+            crashes: 1,
+            ..HandlerFaults::default()
+        }
+    }
+
+    #[test]
+    fn the_article_handler_never_duplicates_and_a_crash_leaves_its_key_stuck() {
+        let world = HandlerWorld::new(Article, 1, "{\"amount\":500}")
+            .processes(2)
+            .faults(faults());
+        let report = world.checker().bfs();
+        assert!(report.complete);
+        assert_eq!(report.verdict("no-duplicate-effect"), Verdict::Holds);
+        assert_eq!(report.verdict("no-lost-effect"), Verdict::Holds);
+        assert_eq!(report.verdict("eventually-resolves"), Verdict::Violated);
+        for scenario in [
+            "crash-after-claim",
+            "lost-response",
+            "parallel-retry",
+            "replay",
+        ] {
+            assert!(report.reached(scenario), "{scenario} not reached");
+        }
+        // Same search on more threads: same states, same paths.
+        let again = world.checker().threads(2).bfs();
+        assert_eq!(report.states, again.states);
+        assert_eq!(report.properties, again.properties);
+    }
+
+    #[test]
+    fn select_then_insert_charges_twice_with_two_processes() {
+        let world = HandlerWorld::new(SelectThenInsert, 1, "{\"amount\":500}")
+            .processes(2)
+            .faults(faults());
+        let report = world.checker().bfs();
+        assert_eq!(report.verdict("no-duplicate-effect"), Verdict::Violated);
+        let path = report.counterexample("no-duplicate-effect").unwrap();
+        let run = crate::check::timeline(&world, path).unwrap();
+        let text: Vec<&str> = run.steps.iter().map(|step| step.text.as_str()).collect();
+        assert!(
+            text.last().unwrap().contains("DUPLICATE EFFECT"),
+            "{text:#?}"
+        );
+        // With one process the race cannot happen.
+        let one = HandlerWorld::new(SelectThenInsert, 1, "{\"amount\":500}").faults(faults());
+        assert_eq!(
+            one.checker().bfs().verdict("no-duplicate-effect"),
+            Verdict::Holds
+        );
+    }
+}

@@ -1,0 +1,296 @@
+//! A handler in a world: clients that retry (one key per operation or per attempt, timeouts, a bounded number
+//! of attempts), a lossy network (drop and duplicate within budgets), server processes that run the handler one
+//! store call at a time and may crash between any two calls or be paused while the clock jumps past leases and
+//! TTLs, the simulated store, and the ghost ledger. It is a `check::Model`, so every explorer works on it.
+//!
+//! A process's state is its request and the answers its calls got (see `replay`): hashable, and the handler's
+//! futures never need to be kept. This first version has its own clients and network (simpler than the built-in
+//! world's: a 409 is a failed attempt, with no Retry-After wait).
+
+use super::api::{Handler, Reply, Request};
+use super::calls::{Answer, Call};
+use super::replay::{next_step, Next};
+use super::sim::{Committed, Ghost, Txn};
+use crate::check::{self, Model};
+use crate::model::{Event, Events, Property as Named};
+use crate::protocol::status;
+use std::collections::BTreeMap;
+
+/// Fault budgets of a handler world.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct HandlerFaults {
+    pub drop_requests: u8,
+    pub drop_responses: u8,
+    pub duplicate_requests: u8,
+    pub crashes: u8,
+    pub early_timeouts: u8,
+    /// A busy process paused while the clock jumps by `pause_ms` (leases and TTLs run out meanwhile).
+    pub pauses: u8,
+}
+
+/// The world around a handler.
+pub struct HandlerWorld<H> {
+    pub(super) handler: H,
+    pub(super) clients: u8,
+    /// Each client performs these operations (JSON bodies), in order.
+    pub(super) bodies: Vec<String>,
+    /// A new key for every attempt (DOMAIN.md mistake 2) instead of one per operation.
+    pub(super) key_per_attempt: bool,
+    pub(super) max_attempts: u8,
+    pub(super) processes: u8,
+    pub(super) faults: HandlerFaults,
+    pub(super) pause_ms: u64,
+}
+
+impl<H: Handler> HandlerWorld<H> {
+    /// `clients` clients each performing one operation with `body`, one server process, no faults.
+    pub fn new(handler: H, clients: u8, body: &str) -> Self {
+        assert!((1..=8).contains(&clients), "1 to 8 clients");
+        HandlerWorld {
+            handler,
+            clients,
+            bodies: vec![body.to_string()],
+            key_per_attempt: false,
+            max_attempts: 3,
+            processes: 1,
+            faults: HandlerFaults::default(),
+            pause_ms: 60_000,
+        }
+    }
+
+    pub fn processes(mut self, processes: u8) -> Self {
+        assert!((1..=4).contains(&processes), "1 to 4 processes");
+        self.processes = processes;
+        self
+    }
+
+    pub fn max_attempts(mut self, attempts: u8) -> Self {
+        assert!((1..=8).contains(&attempts), "1 to 8 attempts");
+        self.max_attempts = attempts;
+        self
+    }
+
+    pub fn faults(mut self, faults: HandlerFaults) -> Self {
+        self.faults = faults;
+        self
+    }
+
+    pub fn key_per_attempt(mut self, yes: bool) -> Self {
+        self.key_per_attempt = yes;
+        self
+    }
+
+    /// How far the clock jumps when a process is paused.
+    pub fn pause_ms(mut self, pause_ms: u64) -> Self {
+        self.pause_ms = pause_ms;
+        self
+    }
+
+    /// The request attempt `attempt` of operation `op` of `client` carries.
+    pub fn request(&self, client: u8, op: u8, attempt: u8) -> Request {
+        let key = if self.key_per_attempt {
+            format!("k{op}-{attempt}")
+        } else {
+            format!("k{op}")
+        };
+        Request {
+            client: format!("c{client}"),
+            key,
+            body: self.bodies[op as usize].clone(),
+        }
+    }
+
+    /// What the handler does next after `answered`; a handler that is not deterministic stops the search.
+    pub(super) fn next(&self, request: &Request, answered: &[(Call, Answer)]) -> Next {
+        next_step(&self.handler, request, answered).unwrap_or_else(|error| panic!("{error}"))
+    }
+}
+
+/// An operation: client and index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Op {
+    pub client: u8,
+    pub op: u8,
+}
+
+impl Op {
+    pub(super) fn ghost(self) -> Ghost {
+        u16::from(self.client) * 16 + u16::from(self.op)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Message {
+    Request { from: Op, attempt: u8 },
+    Response { to: Op, attempt: u8, reply: Reply },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    Ready,
+    Waiting,
+    Done,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    Pending,
+    Succeeded(Reply),
+    Failed(u16),
+    GaveUp,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Client {
+    pub op: u8,
+    pub attempts: u8,
+    pub phase: Phase,
+    pub outcomes: Vec<Outcome>,
+}
+
+/// A process running the handler: the attempt it serves, its calls' answers, what it does next, its open
+/// transaction.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Job {
+    pub from: Op,
+    pub attempt: u8,
+    pub answered: Vec<(Call, Answer)>,
+    pub next: Next,
+    pub txn: Option<Txn>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HandlerState {
+    pub clients: Vec<Client>,
+    /// In-flight messages as a multiset.
+    pub network: BTreeMap<Message, u8>,
+    pub procs: Vec<Option<Job>>,
+    pub store: Committed,
+    /// Ghost ledger of responses: the first success sent for each operation.
+    pub first_success: BTreeMap<Op, Reply>,
+    pub budgets: [u8; 6],
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum HandlerAction {
+    Send { client: u8 },
+    Timeout { client: u8 },
+    DeliverRequest { message: Message, proc: u8 },
+    DeliverResponse { message: Message },
+    Step { proc: u8 },
+    Drop { message: Message },
+    Duplicate { message: Message },
+    Crash { proc: u8 },
+    Pause,
+}
+
+fn resolved(world: &HandlerWorld<impl Handler>, state: &HandlerState) -> bool {
+    let _ = world;
+    state.clients.iter().all(|client| {
+        client.phase == Phase::Done
+            && client
+                .outcomes
+                .iter()
+                .all(|outcome| matches!(outcome, Outcome::Succeeded(_) | Outcome::Failed(_)))
+    })
+}
+
+impl<H: Handler> Model for HandlerWorld<H> {
+    type State = HandlerState;
+    type Action = HandlerAction;
+    type Obs = Events;
+
+    fn init_state(&self) -> HandlerState {
+        let client = Client {
+            op: 0,
+            attempts: 0,
+            phase: Phase::Ready,
+            outcomes: vec![Outcome::Pending; self.bodies.len()],
+        };
+        let f = self.faults;
+        HandlerState {
+            clients: vec![client; self.clients as usize],
+            network: BTreeMap::new(),
+            procs: vec![None; self.processes as usize],
+            store: Committed::default(),
+            first_success: BTreeMap::new(),
+            budgets: [
+                f.drop_requests,
+                f.drop_responses,
+                f.duplicate_requests,
+                f.crashes,
+                f.early_timeouts,
+                f.pauses,
+            ],
+        }
+    }
+
+    fn actions(&self, state: &HandlerState, out: &mut Vec<HandlerAction>) {
+        self.enabled(state, out)
+    }
+
+    fn apply(&self, state: &mut HandlerState, action: &HandlerAction) -> Events {
+        self.step(state, action)
+    }
+
+    /// The built-in world's safety properties by the same names and events, its `eventually-resolves`, and
+    /// the scenarios a handler world can show. (`no-stuck-key` needs to know the handler's record format.)
+    fn properties(&self) -> Vec<check::Property<Self>> {
+        let mut properties: Vec<check::Property<Self>> = [
+            Named::NoDuplicateEffect,
+            Named::NoLostEffect,
+            Named::ConsistentReplay,
+        ]
+        .into_iter()
+        .map(|named| check::Property::always_unobserved(named.name(), named.violating_events()))
+        .collect();
+        properties.push(check::Property::eventually_at_rest(
+            Named::EventuallyResolves.name(),
+            resolved,
+        ));
+        for scenario in [
+            Event::CrashAfterClaim,
+            Event::LostResponse,
+            Event::LostRequest,
+            Event::DuplicatedRequest,
+            Event::ParallelRetry,
+            Event::RetryAfterTimeout,
+            Event::Replay,
+            Event::Conflict,
+            Event::SlowOwner,
+            Event::ProviderRetried,
+        ] {
+            properties.push(check::Property::sometimes_observed(
+                scenario.scenario_name(),
+                Events::of(&[scenario]),
+            ));
+        }
+        properties
+    }
+
+    fn is_fault(&self, state: &HandlerState, action: &HandlerAction) -> bool {
+        match action {
+            HandlerAction::Drop { .. }
+            | HandlerAction::Duplicate { .. }
+            | HandlerAction::Crash { .. }
+            | HandlerAction::Pause => true,
+            HandlerAction::Timeout { client } => self.attempt_alive(state, *client),
+            _ => false,
+        }
+    }
+
+    fn describe_step(
+        &self,
+        before: &HandlerState,
+        action: &HandlerAction,
+        _after: &HandlerState,
+        obs: Events,
+    ) -> String {
+        self.describe(before, action, obs)
+    }
+}
+
+/// Whether a reply reports the operation done.
+pub(super) fn is_success(reply: &Reply) -> bool {
+    status::is_success(reply.status)
+}

@@ -1,0 +1,99 @@
+//! One line per step of a handler world, for timelines and traces.
+
+use super::api::Handler;
+use super::replay::Next;
+use super::world::*;
+use crate::model::{Event, Events};
+
+fn op_name(op: Op) -> String {
+    format!("C{}.op{}", op.client + 1, op.op + 1)
+}
+
+impl<H: Handler> HandlerWorld<H> {
+    pub(super) fn describe(
+        &self,
+        before: &HandlerState,
+        action: &HandlerAction,
+        obs: Events,
+    ) -> String {
+        let mut text = match action {
+            HandlerAction::Send { client } => {
+                let current = &before.clients[*client as usize];
+                let op = Op {
+                    client: *client,
+                    op: current.op,
+                };
+                let request = self.request(*client, current.op, current.attempts + 1);
+                format!(
+                    "{} sends attempt {} (key {})",
+                    op_name(op),
+                    current.attempts + 1,
+                    request.key
+                )
+            }
+            HandlerAction::Timeout { client } => format!("C{} times out", client + 1),
+            HandlerAction::DeliverRequest {
+                message: Message::Request { from, attempt },
+                proc,
+            } => {
+                format!(
+                    "network delivers {} attempt {attempt} to P{}",
+                    op_name(*from),
+                    proc + 1
+                )
+            }
+            HandlerAction::DeliverResponse {
+                message: Message::Response { to, reply, .. },
+            } => {
+                format!(
+                    "network delivers {} {} to C{}",
+                    reply.status,
+                    reply.body,
+                    to.client + 1
+                )
+            }
+            HandlerAction::Step { proc } => self.describe_call(before, *proc),
+            HandlerAction::Drop { message } => format!("network LOSES {}", message_name(message)),
+            HandlerAction::Duplicate { message } => {
+                format!("network DUPLICATES {}", message_name(message))
+            }
+            HandlerAction::Crash { proc } => {
+                format!("P{} CRASHES (its open transaction is lost)", proc + 1)
+            }
+            HandlerAction::Pause => format!("a busy process is paused for {} ms", self.pause_ms),
+            other => format!("{other:?}"),
+        };
+        if obs.has(Event::DuplicateEffect) {
+            text.push_str("   <-- DUPLICATE EFFECT");
+        }
+        text
+    }
+
+    fn describe_call(&self, before: &HandlerState, proc: u8) -> String {
+        let job = before.procs[proc as usize]
+            .as_ref()
+            .expect("a busy process");
+        match &job.next {
+            Next::Call(call) => format!("P{} {} {call:?}", proc + 1, call.name()),
+            Next::Reply(reply) => format!(
+                "P{} answers {} {} for {} attempt {}",
+                proc + 1,
+                reply.status,
+                reply.body,
+                op_name(job.from),
+                job.attempt
+            ),
+        }
+    }
+}
+
+fn message_name(message: &Message) -> String {
+    match message {
+        Message::Request { from, attempt } => {
+            format!("request {} attempt {attempt}", op_name(*from))
+        }
+        Message::Response { to, reply, .. } => {
+            format!("response {} for {}", reply.status, op_name(*to))
+        }
+    }
+}

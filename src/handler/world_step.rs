@@ -1,0 +1,329 @@
+//! The handler world's transitions: which actions are enabled, and what each does.
+
+use super::api::Handler;
+use super::replay::Next;
+use super::world::*;
+use crate::model::{Event, Events};
+use crate::protocol::status;
+
+impl<H: Handler> HandlerWorld<H> {
+    /// Every enabled action, in a fixed order: clients, deliveries, process steps, then faults.
+    pub(super) fn enabled(&self, state: &HandlerState, out: &mut Vec<HandlerAction>) {
+        for (index, client) in state.clients.iter().enumerate() {
+            let client_id = index as u8;
+            match client.phase {
+                Phase::Ready => out.push(HandlerAction::Send { client: client_id }),
+                Phase::Waiting if self.may_time_out(state, client_id) => {
+                    out.push(HandlerAction::Timeout { client: client_id })
+                }
+                _ => {}
+            }
+        }
+        let idle = state.procs.iter().position(Option::is_none);
+        for message in state.network.keys() {
+            match message {
+                Message::Request { .. } => {
+                    if let Some(proc) = idle {
+                        out.push(HandlerAction::DeliverRequest {
+                            message: message.clone(),
+                            proc: proc as u8,
+                        });
+                    }
+                }
+                Message::Response { .. } => out.push(HandlerAction::DeliverResponse {
+                    message: message.clone(),
+                }),
+            }
+        }
+        for (index, job) in state.procs.iter().enumerate() {
+            if let Some(job) = job {
+                let ready = match &job.next {
+                    Next::Call(call) => state.store.enabled(index as u8, call, job.txn.as_ref()),
+                    Next::Reply(_) => true,
+                };
+                if ready {
+                    out.push(HandlerAction::Step { proc: index as u8 });
+                }
+            }
+        }
+        self.enabled_faults(state, out);
+    }
+
+    fn enabled_faults(&self, state: &HandlerState, out: &mut Vec<HandlerAction>) {
+        for message in state.network.keys() {
+            let (drop, duplicate) = match message {
+                Message::Request { .. } => (DROP_REQUESTS_AT, DUPLICATE_REQUESTS_AT),
+                Message::Response { .. } => (DROP_RESPONSES_AT, usize::MAX),
+            };
+            if state.budgets[drop] > 0 {
+                out.push(HandlerAction::Drop {
+                    message: message.clone(),
+                });
+            }
+            if duplicate != usize::MAX && state.budgets[duplicate] > 0 {
+                out.push(HandlerAction::Duplicate {
+                    message: message.clone(),
+                });
+            }
+        }
+        let busy = state.procs.iter().any(Option::is_some);
+        if state.budgets[CRASHES_AT] > 0 {
+            for (index, job) in state.procs.iter().enumerate() {
+                if job.is_some() {
+                    out.push(HandlerAction::Crash { proc: index as u8 });
+                }
+            }
+        }
+        if busy && state.budgets[PAUSES_AT] > 0 {
+            out.push(HandlerAction::Pause);
+        }
+    }
+
+    fn may_time_out(&self, state: &HandlerState, client: u8) -> bool {
+        !self.attempt_alive(state, client) || state.budgets[EARLY_TIMEOUTS_AT] > 0
+    }
+
+    /// Whether the client's current attempt is still on its way (request, handler, or response).
+    pub(super) fn attempt_alive(&self, state: &HandlerState, client: u8) -> bool {
+        let current = &state.clients[client as usize];
+        let op = Op {
+            client,
+            op: current.op,
+        };
+        let attempt = current.attempts;
+        let in_network = state.network.keys().any(|message| match message {
+            Message::Request { from, attempt: a } => *from == op && *a == attempt,
+            Message::Response { to, attempt: a, .. } => *to == op && *a == attempt,
+        });
+        let in_server = state
+            .procs
+            .iter()
+            .flatten()
+            .any(|job| job.from == op && job.attempt == attempt);
+        in_network || in_server
+    }
+
+    /// Apply an enabled action in place.
+    pub(super) fn step(&self, state: &mut HandlerState, action: &HandlerAction) -> Events {
+        let mut events = Events::default();
+        match action {
+            HandlerAction::Send { client } => self.send(state, *client),
+            HandlerAction::Timeout { client } => {
+                if self.attempt_alive(state, *client) {
+                    state.budgets[EARLY_TIMEOUTS_AT] -= 1;
+                }
+                if state.clients[*client as usize].attempts < self.max_attempts {
+                    events.add(Event::RetryAfterTimeout);
+                    self.send(state, *client);
+                } else {
+                    finish(state, *client, Outcome::GaveUp, self.bodies.len());
+                }
+            }
+            HandlerAction::DeliverRequest { message, proc } => {
+                self.deliver(state, message, *proc, &mut events)
+            }
+            HandlerAction::DeliverResponse { message } => {
+                take(state, message);
+                self.receive(state, message);
+            }
+            HandlerAction::Step { proc } => self.run_call(state, *proc, &mut events),
+            HandlerAction::Drop { message } => {
+                take(state, message);
+                let (budget, event) = match message {
+                    Message::Request { .. } => (DROP_REQUESTS_AT, Event::LostRequest),
+                    Message::Response { .. } => (DROP_RESPONSES_AT, Event::LostResponse),
+                };
+                state.budgets[budget] -= 1;
+                events.add(event);
+            }
+            HandlerAction::Duplicate { message } => {
+                *state.network.entry(message.clone()).or_insert(0) += 1;
+                state.budgets[DUPLICATE_REQUESTS_AT] -= 1;
+                events.add(Event::DuplicatedRequest);
+            }
+            HandlerAction::Crash { proc } => {
+                state.budgets[CRASHES_AT] -= 1;
+                let job = state.procs[*proc as usize].take().expect("a busy process");
+                if job
+                    .answered
+                    .iter()
+                    .any(|(call, _)| *call == super::Call::Commit)
+                {
+                    events.add(Event::CrashAfterClaim);
+                }
+                state.store.crashed(*proc);
+            }
+            HandlerAction::Pause => {
+                state.budgets[PAUSES_AT] -= 1;
+                state.store.now_ms += self.pause_ms;
+                events.add(Event::SlowOwner);
+            }
+        }
+        events
+    }
+
+    fn send(&self, state: &mut HandlerState, client: u8) {
+        // Leaving an attempt closes its connection: late responses to it can no longer arrive.
+        state.network.retain(
+            |message, _| !matches!(message, Message::Response { to, .. } if to.client == client),
+        );
+        let current = &mut state.clients[client as usize];
+        current.attempts += 1;
+        current.phase = Phase::Waiting;
+        let message = Message::Request {
+            from: Op {
+                client,
+                op: current.op,
+            },
+            attempt: current.attempts,
+        };
+        *state.network.entry(message).or_insert(0) += 1;
+    }
+
+    fn deliver(&self, state: &mut HandlerState, message: &Message, proc: u8, events: &mut Events) {
+        take(state, message);
+        let Message::Request { from, attempt } = *message else {
+            unreachable!("a request")
+        };
+        if state.procs.iter().flatten().any(|job| job.from == from) {
+            events.add(Event::ParallelRetry);
+        }
+        let request = self.request(from.client, from.op, attempt);
+        let next = self.next(&request, &[]);
+        state.procs[proc as usize] = Some(Job {
+            from,
+            attempt,
+            answered: Vec::new(),
+            next,
+            txn: None,
+        });
+    }
+
+    /// The process makes its next store call, or sends its reply.
+    fn run_call(&self, state: &mut HandlerState, proc: u8, events: &mut Events) {
+        let mut job = state.procs[proc as usize].take().expect("a busy process");
+        let op = job.from.ghost();
+        match job.next.clone() {
+            Next::Call(call) => {
+                let (effects, charges) = (state.store.effects_of(op), state.store.charges_of(op));
+                let answer = state.store.execute(proc, op, &call, &mut job.txn);
+                job.answered.push((call, answer));
+                if state.store.effects_of(op) > effects.max(1)
+                    || state.store.charges_of(op) > charges.max(1)
+                {
+                    events.add(Event::DuplicateEffect);
+                }
+                if state.store.charges_of(op) > charges && charges > 0 {
+                    events.add(Event::ProviderRetried);
+                }
+                let request = self.request(job.from.client, job.from.op, job.attempt);
+                job.next = self.next(&request, &job.answered);
+                state.procs[proc as usize] = Some(job);
+            }
+            Next::Reply(reply) => {
+                // A handler that returns with a transaction open: it is rolled back (as a connection would).
+                if job.txn.is_some() {
+                    state.store.crashed(proc);
+                }
+                self.respond(state, &job, reply, events);
+            }
+        }
+    }
+
+    /// Check a reply against the ghost ledger and send it (to a client still waiting on that attempt).
+    fn respond(
+        &self,
+        state: &mut HandlerState,
+        job: &Job,
+        reply: super::Reply,
+        events: &mut Events,
+    ) {
+        if is_success(&reply) {
+            if state.store.effects_of(job.from.ghost()) + state.store.charges_of(job.from.ghost())
+                == 0
+            {
+                events.add(Event::SuccessWithoutEffect);
+            }
+            match state.first_success.get(&job.from) {
+                Some(first) if first.body != reply.body => events.add(Event::InconsistentReplay),
+                Some(_) => {}
+                None => {
+                    state.first_success.insert(job.from, reply.clone());
+                }
+            }
+        }
+        match reply.status {
+            status::OK_REPLAY => events.add(Event::Replay),
+            status::CONFLICT_IN_PROGRESS => events.add(Event::Conflict),
+            _ => {}
+        }
+        let client = &state.clients[job.from.client as usize];
+        let current = client.phase == Phase::Waiting
+            && client.op == job.from.op
+            && client.attempts == job.attempt;
+        if current {
+            let message = Message::Response {
+                to: job.from,
+                attempt: job.attempt,
+                reply,
+            };
+            *state.network.entry(message).or_insert(0) += 1;
+        }
+    }
+
+    fn receive(&self, state: &mut HandlerState, message: &Message) {
+        let Message::Response { to, attempt, reply } = message else {
+            unreachable!("a response")
+        };
+        let client = &state.clients[to.client as usize];
+        if !(client.phase == Phase::Waiting && client.op == to.op && client.attempts == *attempt) {
+            return; // an answer to an abandoned attempt
+        }
+        let operations = self.bodies.len();
+        if is_success(reply) {
+            finish(
+                state,
+                to.client,
+                Outcome::Succeeded(reply.clone()),
+                operations,
+            );
+        } else if status::is_definite_failure(reply.status) {
+            finish(state, to.client, Outcome::Failed(reply.status), operations);
+        } else if client.attempts < self.max_attempts {
+            state.clients[to.client as usize].phase = Phase::Ready;
+        } else {
+            finish(state, to.client, Outcome::GaveUp, operations);
+        }
+    }
+}
+
+fn take(state: &mut HandlerState, message: &Message) {
+    if let Some(count) = state.network.get_mut(message) {
+        *count -= 1;
+        if *count == 0 {
+            state.network.remove(message);
+        }
+    }
+}
+
+fn finish(state: &mut HandlerState, client: u8, outcome: Outcome, operations: usize) {
+    state.network.retain(
+        |message, _| !matches!(message, Message::Response { to, .. } if to.client == client),
+    );
+    let current = &mut state.clients[client as usize];
+    current.outcomes[current.op as usize] = outcome;
+    current.op += 1;
+    current.attempts = 0;
+    current.phase = if current.op as usize == operations {
+        Phase::Done
+    } else {
+        Phase::Ready
+    };
+}
+
+pub(super) const DROP_REQUESTS_AT: usize = 0;
+pub(super) const DROP_RESPONSES_AT: usize = 1;
+pub(super) const DUPLICATE_REQUESTS_AT: usize = 2;
+pub(super) const CRASHES_AT: usize = 3;
+pub(super) const EARLY_TIMEOUTS_AT: usize = 4;
+pub(super) const PAUSES_AT: usize = 5;
