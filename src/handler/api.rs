@@ -10,6 +10,23 @@
 //! the same answers to its calls must make the same calls (no clock but `now_ms`, no randomness, no globals).
 
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Logical time in milliseconds, shared by a database's connections: a checker trace moves it, so leases and
+/// TTLs run out for real exactly where they did in the model.
+#[derive(Clone, Debug, Default)]
+pub struct Clock(Arc<AtomicU64>);
+
+impl Clock {
+    pub fn now_ms(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    pub fn set_ms(&self, now_ms: u64) {
+        self.0.store(now_ms, Ordering::SeqCst);
+    }
+}
 
 /// A request as the server sees it: who sent it (key scope), its idempotency key and its JSON body.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

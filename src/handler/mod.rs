@@ -11,6 +11,7 @@
 pub mod api;
 pub mod calls;
 pub mod drive;
+pub mod lockstep;
 pub mod postgres;
 pub mod replay;
 pub mod sim;
@@ -19,7 +20,7 @@ pub mod world;
 mod world_describe;
 mod world_step;
 
-pub use api::{Handler, Reply, Request, SetMode, Store, StoreError, StoreResult};
+pub use api::{Clock, Handler, Reply, Request, SetMode, Store, StoreError, StoreResult};
 pub use calls::{Answer, Call};
 pub use replay::{next_step, Next, NotDeterministic};
 pub use world::{HandlerFaults, HandlerWorld};

@@ -3,7 +3,7 @@
 //! lock, so writers are serialised as SQLite's `BEGIN IMMEDIATE` (and the simulated store) serialise them, and a
 //! checker trace replays in the same order. A crash is dropping the connection with a transaction open.
 
-use super::api::{SetMode, Store, StoreError, StoreResult};
+use super::api::{Clock, SetMode, Store, StoreError, StoreResult};
 use postgres::{Client, NoTls};
 
 const SCHEMA: &str = "
@@ -15,8 +15,6 @@ const SCHEMA: &str = "
         key TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at_ms BIGINT);
     CREATE TABLE IF NOT EXISTS handler_charges (
         id BIGSERIAL PRIMARY KEY, idempotency_key TEXT UNIQUE, body TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS handler_clock (one INTEGER PRIMARY KEY CHECK (one = 1), now_ms BIGINT NOT NULL);
-    INSERT INTO handler_clock VALUES (1, 0) ON CONFLICT DO NOTHING;
 ";
 
 /// The advisory lock `begin` takes (any fixed number: one writer at a time).
@@ -24,6 +22,7 @@ const WRITER_LOCK: i64 = 7_275_001;
 
 pub struct PostgresStore {
     client: Client,
+    clock: Clock,
     in_transaction: bool,
 }
 
@@ -32,22 +31,19 @@ fn refused(error: postgres::Error) -> StoreError {
 }
 
 impl PostgresStore {
-    /// Connect (e.g. `host=127.0.0.1 port=5432 user=postgres dbname=postgres`) and create the tables if needed.
-    pub fn connect(params: &str) -> StoreResult<PostgresStore> {
+    /// Create the tables if needed (once, before the workers connect).
+    pub fn create(params: &str) -> StoreResult<()> {
         let mut client = Client::connect(params, NoTls).map_err(refused)?;
-        client.batch_execute(SCHEMA).map_err(refused)?;
-        Ok(PostgresStore {
-            client,
-            in_transaction: false,
-        })
+        client.batch_execute(SCHEMA).map_err(refused)
     }
 
-    /// Set the logical clock every connection to this database reads.
-    pub fn set_now_ms(&mut self, now_ms: u64) -> StoreResult<()> {
-        self.client
-            .execute("UPDATE handler_clock SET now_ms = $1", &[&(now_ms as i64)])
-            .map(drop)
-            .map_err(refused)
+    /// Connect (e.g. `host=127.0.0.1 port=5432 user=postgres dbname=postgres`), reading time from `clock`.
+    pub fn connect(params: &str, clock: Clock) -> StoreResult<PostgresStore> {
+        Ok(PostgresStore {
+            client: Client::connect(params, NoTls).map_err(refused)?,
+            clock,
+            in_transaction: false,
+        })
     }
 
     /// Committed effect rows of a table, in id order.
@@ -62,11 +58,16 @@ impl PostgresStore {
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
-    fn now(&mut self) -> StoreResult<u64> {
+    /// Committed effect rows, all tables.
+    pub fn effects_total(&mut self) -> StoreResult<usize> {
         self.client
-            .query_one("SELECT now_ms FROM handler_clock", &[])
-            .map(|row| row.get::<_, i64>(0) as u64)
+            .query_one("SELECT COUNT(*) FROM handler_effects", &[])
+            .map(|row| row.get::<_, i64>(0) as usize)
             .map_err(refused)
+    }
+
+    fn now(&mut self) -> StoreResult<u64> {
+        Ok(self.clock.now_ms())
     }
 
     fn changed(

@@ -1,12 +1,14 @@
 //! The store interface on SQLite (rusqlite, bundled): rows under a real primary key (`INSERT OR IGNORE` for
 //! insert-if-absent), effects in a real table, `BEGIN IMMEDIATE` transactions (one writer at a time, as the
-//! simulated store), the key-value store and the provider's charges as tables too. Time is the logical clock the
-//! caller sets (`set_now_ms`), so a checker trace replays with the same expiries.
+//! simulated store). The key-value store and the provider's charges live in a second database file beside it
+//! (`<path>.side`): like Redis and a payment provider they are not part of the database's transactions, and
+//! writing them never waits for its write lock. Time is a logical clock shared by the caller's connections, so a
+//! checker trace replays with the same expiries.
 //!
 //! One `SqliteStore` is one connection: open one per worker, as a service opens one per handler. A crash is
 //! dropping the connection with a transaction open (SQLite rolls it back).
 
-use super::api::{SetMode, Store, StoreError, StoreResult};
+use super::api::{Clock, SetMode, Store, StoreError, StoreResult};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::Path;
 use std::time::Duration;
@@ -16,16 +18,20 @@ const SCHEMA: &str = "
         tbl TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (tbl, key));
     CREATE TABLE IF NOT EXISTS handler_effects (
         tbl TEXT NOT NULL, id INTEGER NOT NULL, value TEXT NOT NULL, PRIMARY KEY (tbl, id));
+";
+
+const SIDE_SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS handler_kv (
         key TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at_ms INTEGER);
     CREATE TABLE IF NOT EXISTS handler_charges (
         id INTEGER PRIMARY KEY AUTOINCREMENT, idempotency_key TEXT UNIQUE, body TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS handler_clock (one INTEGER PRIMARY KEY CHECK (one = 1), now_ms INTEGER NOT NULL);
-    INSERT OR IGNORE INTO handler_clock VALUES (1, 0);
 ";
 
 pub struct SqliteStore {
     connection: Connection,
+    /// The key-value store and the provider.
+    side: Connection,
+    clock: Clock,
     in_transaction: bool,
 }
 
@@ -33,29 +39,44 @@ fn refused(error: rusqlite::Error) -> StoreError {
     StoreError::Refused(error.to_string())
 }
 
+fn connect(path: &Path) -> StoreResult<Connection> {
+    let connection = Connection::open(path).map_err(refused)?;
+    connection
+        .busy_timeout(Duration::from_secs(5))
+        .map_err(refused)?;
+    Ok(connection)
+}
+
+fn side_path(path: &Path) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(".side");
+    name.into()
+}
+
+fn changed(connection: &Connection, sql: &str, values: impl rusqlite::Params) -> StoreResult<bool> {
+    connection
+        .execute(sql, values)
+        .map(|rows| rows > 0)
+        .map_err(refused)
+}
+
 impl SqliteStore {
-    /// Open (creating the tables if needed) the database at `path`.
-    pub fn open(path: &Path) -> StoreResult<SqliteStore> {
-        let connection = Connection::open(path).map_err(refused)?;
-        connection
-            .busy_timeout(Duration::from_secs(5))
-            .map_err(refused)?;
-        connection.execute_batch(SCHEMA).map_err(refused)?;
-        Ok(SqliteStore {
-            connection,
-            in_transaction: false,
-        })
+    /// Create the tables (once, before any connection is opened).
+    pub fn create(path: &Path) -> StoreResult<()> {
+        connect(path)?.execute_batch(SCHEMA).map_err(refused)?;
+        connect(&side_path(path))?
+            .execute_batch(SIDE_SCHEMA)
+            .map_err(refused)
     }
 
-    /// Set the logical clock every connection to this database reads.
-    pub fn set_now_ms(&self, now_ms: u64) -> StoreResult<()> {
-        self.connection
-            .execute(
-                "UPDATE handler_clock SET now_ms = ?1",
-                params![now_ms as i64],
-            )
-            .map(drop)
-            .map_err(refused)
+    /// A connection to the database at `path` (made by `create`), reading time from `clock`.
+    pub fn open(path: &Path, clock: Clock) -> StoreResult<SqliteStore> {
+        Ok(SqliteStore {
+            connection: connect(path)?,
+            side: connect(&side_path(path))?,
+            clock,
+            in_transaction: false,
+        })
     }
 
     /// Committed effect rows of a table, in id order.
@@ -70,26 +91,32 @@ impl SqliteStore {
         rows.collect::<Result<_, _>>().map_err(refused)
     }
 
-    fn now(&self) -> StoreResult<u64> {
+    /// Committed effect rows, all tables.
+    pub fn effects_total(&self) -> StoreResult<usize> {
         self.connection
-            .query_row("SELECT now_ms FROM handler_clock", [], |row| {
+            .query_row("SELECT COUNT(*) FROM handler_effects", [], |row| {
                 row.get::<_, i64>(0)
             })
-            .map(|now| now as u64)
+            .map(|count| count as usize)
             .map_err(refused)
     }
 
+    fn now(&self) -> StoreResult<u64> {
+        Ok(self.clock.now_ms())
+    }
+
     fn changed(&self, sql: &str, values: impl rusqlite::Params) -> StoreResult<bool> {
-        self.connection
-            .execute(sql, values)
-            .map(|rows| rows > 0)
-            .map_err(refused)
+        changed(&self.connection, sql, values)
+    }
+
+    fn side_changed(&self, sql: &str, values: impl rusqlite::Params) -> StoreResult<bool> {
+        changed(&self.side, sql, values)
     }
 
     /// Drop expired keys (under the logical clock) before any key-value call.
     fn expire_kv(&self) -> StoreResult<()> {
         let now = self.now()? as i64;
-        self.changed(
+        self.side_changed(
             "DELETE FROM handler_kv WHERE expires_at_ms IS NOT NULL AND expires_at_ms <= ?1",
             params![now],
         )
@@ -186,7 +213,7 @@ impl Store for SqliteStore {
         } else {
             "INSERT OR REPLACE"
         };
-        self.changed(
+        self.side_changed(
             &format!("{verb} INTO handler_kv (key, value, expires_at_ms) VALUES (?1, ?2, ?3)"),
             params![key, value, expires],
         )
@@ -194,7 +221,7 @@ impl Store for SqliteStore {
 
     async fn kv_get(&mut self, key: &str) -> StoreResult<Option<String>> {
         self.expire_kv()?;
-        self.connection
+        self.side
             .query_row(
                 "SELECT value FROM handler_kv WHERE key = ?1",
                 params![key],
@@ -206,13 +233,13 @@ impl Store for SqliteStore {
 
     async fn kv_del(&mut self, key: &str) -> StoreResult<bool> {
         self.expire_kv()?;
-        self.changed("DELETE FROM handler_kv WHERE key = ?1", params![key])
+        self.side_changed("DELETE FROM handler_kv WHERE key = ?1", params![key])
     }
 
     async fn kv_expire(&mut self, key: &str, ttl_ms: u64) -> StoreResult<bool> {
         self.expire_kv()?;
         let at = (self.now()? + ttl_ms) as i64;
-        self.changed(
+        self.side_changed(
             "UPDATE handler_kv SET expires_at_ms = ?2 WHERE key = ?1",
             params![key, at],
         )
@@ -223,17 +250,17 @@ impl Store for SqliteStore {
         idempotency_key: Option<&str>,
         body: &str,
     ) -> StoreResult<String> {
-        self.changed(
+        self.side_changed(
             "INSERT OR IGNORE INTO handler_charges (idempotency_key, body) VALUES (?1, ?2)",
             params![idempotency_key, body],
         )?;
         let id: i64 = match idempotency_key {
-            Some(key) => self.connection.query_row(
+            Some(key) => self.side.query_row(
                 "SELECT id FROM handler_charges WHERE idempotency_key = ?1",
                 params![key],
                 |row| row.get(0),
             ),
-            None => Ok(self.connection.last_insert_rowid()),
+            None => Ok(self.side.last_insert_rowid()),
         }
         .map_err(refused)?;
         Ok(format!("ch_{id}"))

@@ -182,12 +182,13 @@ mod on_sqlite {
     fn the_same_handler_runs_on_sqlite_and_replays_the_completed_key() {
         let folder = tempfile::tempdir().unwrap();
         let path = folder.path().join("handler.db");
-        let mut store = SqliteStore::open(&path).unwrap();
+        SqliteStore::create(&path).unwrap();
+        let mut store = SqliteStore::open(&path, Clock::default()).unwrap();
         assert_eq!(
             run_to_reply(&Article, &mut store, &request()),
             Reply::new(201, "{\"payment\":1}")
         );
-        let mut other = SqliteStore::open(&path).unwrap();
+        let mut other = SqliteStore::open(&path, Clock::default()).unwrap();
         assert_eq!(
             run_to_reply(&Article, &mut other, &request()),
             Reply::new(200, "{\"payment\":1}")
@@ -199,9 +200,10 @@ mod on_sqlite {
     fn a_crash_is_a_dropped_connection_and_sqlite_rolls_the_effect_back() {
         let folder = tempfile::tempdir().unwrap();
         let path = folder.path().join("handler.db");
+        SqliteStore::create(&path).unwrap();
         {
             let gate = Gate::default();
-            let mut gated = Gated::new(SqliteStore::open(&path).unwrap(), gate);
+            let mut gated = Gated::new(SqliteStore::open(&path, Clock::default()).unwrap(), gate);
             let request = request();
             let mut running = Running::start(&Article, &mut gated, &request);
             // begin, insert, get, commit, begin, insert-effect: then the process dies.
@@ -210,7 +212,7 @@ mod on_sqlite {
             }
             assert_eq!(running.calls(), 6);
         }
-        let mut store = SqliteStore::open(&path).unwrap();
+        let mut store = SqliteStore::open(&path, Clock::default()).unwrap();
         assert_eq!(store.effects("payments").unwrap().len(), 0);
         assert_eq!(
             run_to_reply(&Article, &mut store, &request()),
@@ -231,12 +233,14 @@ mod on_postgres {
         let Some(server) = TempPostgres::start() else {
             return;
         };
-        let mut store = PostgresStore::connect(&server.params()).unwrap();
+        PostgresStore::create(&server.params()).unwrap();
+        let connect = || PostgresStore::connect(&server.params(), Clock::default()).unwrap();
+        let mut store = connect();
         assert_eq!(
             run_to_reply(&Article, &mut store, &request()),
             Reply::new(201, "{\"payment\":1}")
         );
-        let mut other = PostgresStore::connect(&server.params()).unwrap();
+        let mut other = connect();
         assert_eq!(
             run_to_reply(&Article, &mut other, &request()),
             Reply::new(200, "{\"payment\":1}")
@@ -248,7 +252,7 @@ mod on_postgres {
         };
         {
             let gate = Gate::default();
-            let mut gated = Gated::new(PostgresStore::connect(&server.params()).unwrap(), gate);
+            let mut gated = Gated::new(connect(), gate);
             let mut running = Running::start(&Article, &mut gated, &second);
             for _ in 0..6 {
                 assert!(running.step().is_none());
@@ -321,6 +325,14 @@ mod in_the_checker {
         ] {
             assert!(report.reached(scenario), "{scenario} not reached");
         }
+        // Its counterexample (a crash after the claim) replays on SQLite: every step agrees, replies included.
+        let path = report.counterexample("eventually-resolves").unwrap();
+        let folder = tempfile::tempdir().unwrap();
+        let sqlite =
+            super::super::lockstep::SqliteBackend::create(&folder.path().join("lockstep.db"))
+                .unwrap();
+        let real = super::super::lockstep::drive(&world, &sqlite, path).unwrap();
+        assert!(real.replies.iter().any(|(_, reply)| reply.status == 409));
         // Same search on more threads: same states, same paths.
         let again = world.checker().threads(2).bfs();
         assert_eq!(report.states, again.states);
@@ -341,6 +353,20 @@ mod in_the_checker {
             text.last().unwrap().contains("DUPLICATE EFFECT"),
             "{text:#?}"
         );
+        // The same handler code on real databases, driven in lockstep: the same duplicate at the same step.
+        let folder = tempfile::tempdir().unwrap();
+        let sqlite =
+            super::super::lockstep::SqliteBackend::create(&folder.path().join("lockstep.db"))
+                .unwrap();
+        let real = super::super::lockstep::drive(&world, &sqlite, path).unwrap();
+        assert_eq!(real.model_duplicate_at, Some(path.len()));
+        assert_eq!(*real.effects_per_step.last().unwrap(), 2);
+        if let Some(server) = crate::servers::postgres::TempPostgres::start() {
+            let postgres =
+                super::super::lockstep::PostgresBackend::create(&server.params()).unwrap();
+            let on_postgres = super::super::lockstep::drive(&world, &postgres, path).unwrap();
+            assert_eq!(on_postgres, real);
+        }
         // With one process the race cannot happen.
         let one = HandlerWorld::new(SelectThenInsert, 1, "{\"amount\":500}").faults(faults());
         assert_eq!(
