@@ -4,7 +4,6 @@
 //! - [`model`]: the checked world (clients, lossy network, server processes, store, ghost ledger).
 //! - [`check`]: exhaustive BFS, seeded swarm walks, trace replay.
 //! - [`spec`]: the model-file format.
-//! - [`cli`]: the `retrylab` command.
 //! - [`real`]: the protocol as real code (in-memory and SQLite stores).
 //! - [`backoff`]: retry strategies and retry control.
 //! - [`sim`]: timed discrete-event kernel and the AWS backoff experiment.
@@ -15,10 +14,11 @@
 pub mod atomic;
 pub mod backoff;
 pub mod check;
-pub mod cli;
 pub mod model;
+#[cfg(feature = "plot")]
 pub mod plot;
 pub mod protocol;
+#[cfg(feature = "real")]
 pub mod real;
 pub mod report;
 pub mod sim;

@@ -1,8 +1,8 @@
 //! `retrylab replay`: run a saved trace strictly and show whether its violation reproduces.
 
-use super::{ReplayArgs, EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
 use super::json::{print_line, ReplayLine};
-use crate::spec;
+use super::{ReplayArgs, EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
+use retrylab::spec;
 
 pub fn run(args: &ReplayArgs) -> i32 {
     let file = args.trace.display().to_string();

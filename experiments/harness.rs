@@ -1,5 +1,8 @@
 //! Plumbing shared by the storm experiments: common flags, exit codes, thread pool, progress
-//! bar, output folder with atomic writes. The worlds themselves live in sibling modules.
+//! bar, output folder with atomic writes. The worlds themselves live in `retrylab::storms`.
+//!
+//! A module of each storm binary (`mod harness;`), not of the library: it is how these binaries
+//! parse flags and draw progress (clap, indicatif), nothing a library user calls.
 //!
 //! Exit codes: 0 done, 1 the run or a write failed, 2 bad arguments.
 
@@ -11,8 +14,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use crate::plot::{self, LineChart};
-use crate::sim::run_rng;
+use retrylab::plot::{self, LineChart};
+use retrylab::sim::run_rng;
 
 /// Largest worker count accepted by `--threads`.
 pub const THREADS_MAX: usize = 256;
@@ -226,7 +229,7 @@ pub fn progress(len: u64) -> ProgressBar {
     bar
 }
 
-/// The output folder; every file goes through [`crate::atomic::write_atomic`].
+/// The output folder; every file goes through [`retrylab::atomic::write_atomic`].
 pub struct OutDir {
     dir: PathBuf,
 }
@@ -238,7 +241,7 @@ impl OutDir {
 
     pub fn write(&self, name: &str, text: &str) -> Result<(), String> {
         let path = self.dir.join(name);
-        crate::atomic::write_atomic(&path, text.as_bytes())
+        retrylab::atomic::write_atomic(&path, text.as_bytes())
             .map_err(|e| format!("writing {}: {e}", path.display()))
     }
 
