@@ -7,7 +7,7 @@
 //! Exit codes: 0 done, 1 the run or a write failed, 2 bad arguments.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -205,6 +205,8 @@ impl From<String> for Failure {
 }
 
 /// Checks a `--duration-s` flag against its range.
+// Only retry-budget and retry-safety take `--duration-s`; every storm binary compiles its own copy of this module.
+#[allow(dead_code)]
 pub fn check_duration_s(duration_s: u32, low: u32, high: u32) -> Result<(), Failure> {
     if (low..=high).contains(&duration_s) {
         Ok(())
@@ -235,10 +237,6 @@ pub struct OutDir {
 }
 
 impl OutDir {
-    pub fn path(&self) -> &Path {
-        &self.dir
-    }
-
     pub fn write(&self, name: &str, text: &str) -> Result<(), String> {
         let path = self.dir.join(name);
         retrylab::atomic::write_atomic(&path, text.as_bytes())
