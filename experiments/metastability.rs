@@ -4,15 +4,17 @@
 //!
 //! Exit codes: 0 done, 1 the run or a write failed, 2 bad arguments.
 
+mod harness;
+
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Parser;
+use harness::{Common, CommonArgs, Defaults, Failure};
 use retrylab::plot::{BandPoint, LegendAt, LineChart, LineStyle, Series};
 use retrylab::sim::stats::{estimate, Estimate};
 use retrylab::storms::capacity::{recovery, simulate, CapacityConfig, CapacityOutcome, Recovery};
 use retrylab::storms::client::{full_jitter, PolicyKind};
-use retrylab::storms::harness::{self, Common, CommonArgs, Defaults, Failure};
 
 const DEFAULTS: Defaults = Defaults {
     name: "metastability",

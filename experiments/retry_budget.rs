@@ -4,15 +4,17 @@
 //!
 //! Exit codes: 0 done, 1 the run or a write failed, 2 bad arguments.
 
+mod harness;
+
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Parser;
+use harness::{Common, CommonArgs, Defaults, Failure};
 use retrylab::plot::{BandPoint, LegendAt, LineChart, Series};
 use retrylab::sim::stats::{estimate, Estimate};
 use retrylab::storms::brooker::{simulate, BrookerConfig};
 use retrylab::storms::client::PolicyKind;
-use retrylab::storms::harness::{self, Common, CommonArgs, Defaults, Failure};
 
 const DEFAULTS: Defaults = Defaults {
     name: "retry-budget",

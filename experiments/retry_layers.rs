@@ -4,13 +4,15 @@
 //!
 //! Exit codes: 0 done, 1 the run or a write failed, 2 bad arguments.
 
+mod harness;
+
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Parser;
+use harness::{Common, CommonArgs, Defaults, Failure};
 use retrylab::plot::{BandPoint, LegendAt, LineChart, LineStyle, Scale, Series};
 use retrylab::sim::stats::{estimate, Estimate};
-use retrylab::storms::harness::{self, Common, CommonArgs, Defaults, Failure};
 use retrylab::storms::layers::{simulate_call, LayerConfig, LayerOutcome, LayerPolicy};
 
 const DEFAULTS: Defaults = Defaults {

@@ -4,16 +4,18 @@
 //!
 //! Exit codes: 0 done, 1 the run or a write failed, 2 bad arguments.
 
+mod harness;
+
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Parser;
+use harness::{Common, CommonArgs, Defaults, Failure};
 use retrylab::backoff::{Backoff, Strategy};
 use retrylab::plot::{BandPoint, LegendAt, LineChart, LineStyle, Series};
 use retrylab::sim::stats::{estimate, Estimate};
 use retrylab::storms::capacity::{simulate, CapacityConfig, CapacityOutcome};
 use retrylab::storms::client::PolicyKind;
-use retrylab::storms::harness::{self, Common, CommonArgs, Defaults, Failure};
 
 const DEFAULTS: Defaults = Defaults {
     name: "retry-safety",

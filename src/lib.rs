@@ -87,7 +87,7 @@
 //! - [`model`]: the checked world (clients, lossy network, server processes, store, ghost ledger).
 //! - [`check`]: the model checker, generic over any [`check::Model`]: exhaustive BFS, seeded swarm walks, replay.
 //! - [`spec`]: the model-file format.
-//! - [`cli`]: the `retrylab` command.
+//! - [`handler`]: your own handler as async Rust over a store interface, checked, and run on SQLite and PostgreSQL.
 //! - [`real`]: the protocol as real code (in-memory and SQLite stores).
 //! - [`backoff`]: retry strategies and retry control.
 //! - [`sim`]: timed discrete-event kernel and the AWS backoff experiment.
@@ -98,11 +98,12 @@
 pub mod atomic;
 pub mod backoff;
 pub mod check;
-pub mod cli;
 pub mod handler;
 pub mod model;
+#[cfg(feature = "plot")]
 pub mod plot;
 pub mod protocol;
+#[cfg(feature = "real")]
 pub mod real;
 pub mod report;
 pub mod servers;

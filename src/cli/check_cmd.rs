@@ -3,9 +3,9 @@
 use super::json::{print_line, CheckLine};
 use super::output;
 use super::{CheckArgs, EXIT_MISMATCH, EXIT_OK};
-use crate::check::{Checker, Report};
-use crate::model::World;
-use crate::spec::Model;
+use retrylab::check::{Checker, Report};
+use retrylab::model::World;
+use retrylab::spec::Model;
 use std::time::Instant;
 
 pub fn run(args: &CheckArgs) -> i32 {
@@ -113,7 +113,7 @@ pub fn run(args: &CheckArgs) -> i32 {
             println!();
         }
         if args.report.is_some() {
-            report_entries.push(crate::report::Entry {
+            report_entries.push(retrylab::report::Entry {
                 model: model.clone(),
                 report,
                 elapsed_ms,
@@ -121,7 +121,7 @@ pub fn run(args: &CheckArgs) -> i32 {
         }
     }
     if let Some(path) = &args.report {
-        if let Err(message) = crate::report::write_report(path, &report_entries) {
+        if let Err(message) = retrylab::report::write_report(path, &report_entries) {
             eprintln!("error: {message}");
             return super::EXIT_BAD_INPUT;
         }

@@ -4,7 +4,7 @@
 
 use super::json::{print_line, MergeLine, SimulateLine, Verdicts};
 use super::{MergeArgs, EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
-use crate::check::{compare, Expected, Verdict};
+use retrylab::check::{compare, Expected, Verdict};
 use std::collections::BTreeMap;
 
 pub fn run(args: &MergeArgs) -> i32 {

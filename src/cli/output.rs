@@ -2,11 +2,11 @@
 //! is written), progress bars, the verdicts of a report by name, trace files and the verdict table.
 
 use super::json::Verdicts;
-use crate::atomic::write_atomic;
-use crate::check::{timeline, Kind, Report, Verdict};
-use crate::model::{Action, Property, World};
-use crate::spec::{self, Model, WorldTrace};
 use indicatif::{ProgressBar, ProgressStyle};
+use retrylab::atomic::write_atomic;
+use retrylab::check::{timeline, Kind, Report, Verdict};
+use retrylab::model::{Action, Property, World};
+use retrylab::spec::{self, Model, WorldTrace};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 
 use super::json::{print_line, ReplayLine};
 use super::{ReplayArgs, EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
-use crate::spec;
+use retrylab::spec;
 
 pub fn run(args: &ReplayArgs) -> i32 {
     let file = args.trace.display().to_string();

@@ -4,7 +4,7 @@
 use super::json::{print_line, SimulateLine};
 use super::output;
 use super::{SimulateArgs, EXIT_MISMATCH, EXIT_OK};
-use crate::check::Checker;
+use retrylab::check::Checker;
 use std::time::Instant;
 
 pub fn run(args: &SimulateArgs) -> i32 {

@@ -11,10 +11,13 @@
 pub mod api;
 pub mod calls;
 pub mod drive;
+#[cfg(feature = "real")]
 pub mod lockstep;
+#[cfg(feature = "real")]
 pub mod postgres;
 pub mod replay;
 pub mod sim;
+#[cfg(feature = "real")]
 pub mod sqlite;
 pub mod world;
 mod world_describe;

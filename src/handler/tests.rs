@@ -173,6 +173,7 @@ fn kv_keys_expire_with_the_clock() {
     assert_eq!(store.execute(0, 0, &set, &mut txn), Answer::Flag(true));
 }
 
+#[cfg(feature = "real")]
 mod on_sqlite {
     use super::super::drive::{run_to_reply, Gate, Gated, Running};
     use super::super::sqlite::SqliteStore;
@@ -222,6 +223,7 @@ mod on_sqlite {
     }
 }
 
+#[cfg(feature = "real")]
 mod on_postgres {
     use super::super::drive::{run_to_reply, Gate, Gated, Running};
     use super::super::postgres::PostgresStore;
@@ -353,25 +355,31 @@ mod in_the_checker {
             text.last().unwrap().contains("DUPLICATE EFFECT"),
             "{text:#?}"
         );
-        // The same handler code on real databases, driven in lockstep: the same duplicate at the same step.
-        let folder = tempfile::tempdir().unwrap();
-        let sqlite =
-            super::super::lockstep::SqliteBackend::create(&folder.path().join("lockstep.db"))
-                .unwrap();
-        let real = super::super::lockstep::drive(&world, &sqlite, path).unwrap();
-        assert_eq!(real.model_duplicate_at, Some(path.len()));
-        assert_eq!(*real.effects_per_step.last().unwrap(), 2);
-        if let Some(server) = crate::servers::postgres::TempPostgres::start() {
-            let postgres =
-                super::super::lockstep::PostgresBackend::create(&server.params()).unwrap();
-            let on_postgres = super::super::lockstep::drive(&world, &postgres, path).unwrap();
-            assert_eq!(on_postgres, real);
-        }
+        #[cfg(feature = "real")]
+        replays_the_duplicate_on_real_databases(&world, path);
         // With one process the race cannot happen.
         let one = HandlerWorld::new(SelectThenInsert, 1, "{\"amount\":500}").faults(faults());
         assert_eq!(
             one.checker().bfs().verdict("no-duplicate-effect"),
             Verdict::Holds
         );
+    }
+
+    /// The same handler code on real databases, driven in lockstep: the same duplicate at the same step.
+    #[cfg(feature = "real")]
+    fn replays_the_duplicate_on_real_databases(
+        world: &HandlerWorld<SelectThenInsert>,
+        path: &[super::super::world::HandlerAction],
+    ) {
+        use super::super::lockstep::{drive, PostgresBackend, SqliteBackend};
+        let folder = tempfile::tempdir().unwrap();
+        let sqlite = SqliteBackend::create(&folder.path().join("lockstep.db")).unwrap();
+        let real = drive(world, &sqlite, path).unwrap();
+        assert_eq!(real.model_duplicate_at, Some(path.len()));
+        assert_eq!(*real.effects_per_step.last().unwrap(), 2);
+        if let Some(server) = crate::servers::postgres::TempPostgres::start() {
+            let postgres = PostgresBackend::create(&server.params()).unwrap();
+            assert_eq!(drive(world, &postgres, path).unwrap(), real);
+        }
     }
 }

@@ -1,7 +1,5 @@
 //! Retry storms beyond the AWS post (issue 6): worlds where retries multiply load.
 //!
-//! - [`harness`]: what every storm binary shares: flags, exit codes, thread pool, progress bar,
-//!   atomic output files.
 //! - [`layers`]: a chain of services, each retrying its callee: requests reaching the bottom.
 //! - [`client`]: the named retry policies (attempt limit, backoff, retry control) of the clients.
 //! - [`brooker`]: Brooker (2022): Poisson clients, a server failing with probability p.
@@ -15,7 +13,6 @@ use crate::sim::kernel::{run, EventQueue, Model, RunEnd, RunStats};
 pub mod brooker;
 pub mod capacity;
 pub mod client;
-pub mod harness;
 pub mod layers;
 
 /// The one-way network delay of a world's config: finite and not negative.

@@ -1,18 +1,21 @@
 //! Plumbing shared by the storm experiments: common flags, exit codes, thread pool, progress
-//! bar, output folder with atomic writes. The worlds themselves live in sibling modules.
+//! bar, output folder with atomic writes. The worlds themselves live in `retrylab::storms`.
+//!
+//! A module of each storm binary (`mod harness;`), not of the library: it is how these binaries
+//! parse flags and draw progress (clap, indicatif), nothing a library user calls.
 //!
 //! Exit codes: 0 done, 1 the run or a write failed, 2 bad arguments.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-use crate::plot::{self, LineChart};
-use crate::sim::run_rng;
+use retrylab::plot::{self, LineChart};
+use retrylab::sim::run_rng;
 
 /// Largest worker count accepted by `--threads`.
 pub const THREADS_MAX: usize = 256;
@@ -202,6 +205,8 @@ impl From<String> for Failure {
 }
 
 /// Checks a `--duration-s` flag against its range.
+// Only retry-budget and retry-safety take `--duration-s`; every storm binary compiles its own copy of this module.
+#[allow(dead_code)]
 pub fn check_duration_s(duration_s: u32, low: u32, high: u32) -> Result<(), Failure> {
     if (low..=high).contains(&duration_s) {
         Ok(())
@@ -226,19 +231,15 @@ pub fn progress(len: u64) -> ProgressBar {
     bar
 }
 
-/// The output folder; every file goes through [`crate::atomic::write_atomic`].
+/// The output folder; every file goes through [`retrylab::atomic::write_atomic`].
 pub struct OutDir {
     dir: PathBuf,
 }
 
 impl OutDir {
-    pub fn path(&self) -> &Path {
-        &self.dir
-    }
-
     pub fn write(&self, name: &str, text: &str) -> Result<(), String> {
         let path = self.dir.join(name);
-        crate::atomic::write_atomic(&path, text.as_bytes())
+        retrylab::atomic::write_atomic(&path, text.as_bytes())
             .map_err(|e| format!("writing {}: {e}", path.display()))
     }
 
