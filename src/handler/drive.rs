@@ -3,7 +3,7 @@
 //! process's handler is a live future over a `Gated` store that makes one more call each time it is allowed to,
 //! and waits otherwise; a crash drops the future (and with it the process's connection and open transaction).
 
-use super::api::{Handler, Reply, Request, SetMode, Store, StoreResult};
+use super::api::{Handler, Reply, Request, SetMode, Store, StoreError, StoreResult};
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::{pin, Pin};
@@ -27,11 +27,18 @@ pub fn run_to_reply<H: Handler, S: Store>(handler: &H, store: &mut S, request: &
 pub struct Gate {
     allowed: Rc<Cell<usize>>,
     made: Rc<Cell<usize>>,
+    fail_next: Rc<Cell<bool>>,
 }
 
 impl Gate {
     pub fn allow_one(&self) {
         self.allowed.set(self.allowed.get() + 1);
+    }
+
+    /// Let the next call through as a failure: it is not made, and the handler gets an error.
+    pub fn fail_one(&self) {
+        self.fail_next.set(true);
+        self.allow_one();
     }
 
     pub fn made(&self) -> usize {
@@ -50,12 +57,12 @@ impl<S> Gated<S> {
         Gated { inner, gate }
     }
 
-    /// Wait until one more call is allowed, then count it.
-    async fn turn(&self) {
+    /// Wait until one more call is allowed, then count it; whether it is to fail.
+    async fn turn(&self) -> bool {
         std::future::poll_fn(|_| {
             if self.gate.made.get() < self.gate.allowed.get() {
                 self.gate.made.set(self.gate.made.get() + 1);
-                Poll::Ready(())
+                Poll::Ready(self.gate.fail_next.replace(false))
             } else {
                 Poll::Pending
             }
@@ -64,25 +71,41 @@ impl<S> Gated<S> {
     }
 }
 
+fn injected() -> StoreError {
+    StoreError::Refused("injected failure".to_string())
+}
+
 impl<S: Store> Store for Gated<S> {
     async fn begin(&mut self) -> StoreResult<()> {
-        self.turn().await;
+        if self.turn().await {
+            return Err(injected());
+        }
         self.inner.begin().await
     }
     async fn commit(&mut self) -> StoreResult<()> {
-        self.turn().await;
+        if self.turn().await {
+            // A commit that fails loses the transaction, as in the simulated store.
+            let _ = self.inner.rollback().await;
+            return Err(injected());
+        }
         self.inner.commit().await
     }
     async fn rollback(&mut self) -> StoreResult<()> {
-        self.turn().await;
+        if self.turn().await {
+            return Err(injected());
+        }
         self.inner.rollback().await
     }
     async fn insert_if_absent(&mut self, table: &str, key: &str, value: &str) -> StoreResult<bool> {
-        self.turn().await;
+        if self.turn().await {
+            return Err(injected());
+        }
         self.inner.insert_if_absent(table, key, value).await
     }
     async fn get(&mut self, table: &str, key: &str) -> StoreResult<Option<String>> {
-        self.turn().await;
+        if self.turn().await {
+            return Err(injected());
+        }
         self.inner.get(table, key).await
     }
     async fn update(
@@ -92,31 +115,45 @@ impl<S: Store> Store for Gated<S> {
         value: &str,
         expected: Option<&str>,
     ) -> StoreResult<bool> {
-        self.turn().await;
+        if self.turn().await {
+            return Err(injected());
+        }
         self.inner.update(table, key, value, expected).await
     }
     async fn delete(&mut self, table: &str, key: &str) -> StoreResult<bool> {
-        self.turn().await;
+        if self.turn().await {
+            return Err(injected());
+        }
         self.inner.delete(table, key).await
     }
     async fn insert_effect(&mut self, table: &str, value: &str) -> StoreResult<u64> {
-        self.turn().await;
+        if self.turn().await {
+            return Err(injected());
+        }
         self.inner.insert_effect(table, value).await
     }
     async fn kv_set(&mut self, key: &str, value: &str, mode: SetMode) -> StoreResult<bool> {
-        self.turn().await;
+        if self.turn().await {
+            return Err(injected());
+        }
         self.inner.kv_set(key, value, mode).await
     }
     async fn kv_get(&mut self, key: &str) -> StoreResult<Option<String>> {
-        self.turn().await;
+        if self.turn().await {
+            return Err(injected());
+        }
         self.inner.kv_get(key).await
     }
     async fn kv_del(&mut self, key: &str) -> StoreResult<bool> {
-        self.turn().await;
+        if self.turn().await {
+            return Err(injected());
+        }
         self.inner.kv_del(key).await
     }
     async fn kv_expire(&mut self, key: &str, ttl_ms: u64) -> StoreResult<bool> {
-        self.turn().await;
+        if self.turn().await {
+            return Err(injected());
+        }
         self.inner.kv_expire(key, ttl_ms).await
     }
     async fn provider_charge(
@@ -124,11 +161,15 @@ impl<S: Store> Store for Gated<S> {
         idempotency_key: Option<&str>,
         body: &str,
     ) -> StoreResult<String> {
-        self.turn().await;
+        if self.turn().await {
+            return Err(injected());
+        }
         self.inner.provider_charge(idempotency_key, body).await
     }
     async fn now_ms(&mut self) -> StoreResult<u64> {
-        self.turn().await;
+        if self.turn().await {
+            return Err(injected());
+        }
         self.inner.now_ms().await
     }
 }

@@ -53,10 +53,14 @@ impl<'a> Live<'a> {
         }
     }
 
-    /// One more call (or the return).
-    fn step(&mut self) {
+    /// One more call (or the return); `fail`: the call fails instead.
+    fn step(&mut self, fail: bool) {
         if self.reply.is_none() {
-            self.gate.allow_one();
+            if fail {
+                self.gate.fail_one();
+            } else {
+                self.gate.allow_one();
+            }
             if let Poll::Ready(reply) = self
                 .future
                 .as_mut()
@@ -96,7 +100,7 @@ pub fn drive<H: Handler, B: Backend>(
                 let running = live[*proc as usize]
                     .as_mut()
                     .ok_or_else(|| fail(step, "no handler running".into()))?;
-                running.step();
+                running.step(false);
                 let answered = before.procs[*proc as usize].as_ref().map(|job| &job.next);
                 if let Some(super::Next::Reply(model_reply)) = answered {
                     let real = running.reply.clone();
@@ -111,6 +115,10 @@ pub fn drive<H: Handler, B: Backend>(
                 }
             }
             HandlerAction::Crash { proc } => live[*proc as usize] = None,
+            HandlerAction::Fail { proc } => live[*proc as usize]
+                .as_mut()
+                .ok_or_else(|| fail(step, "no handler running".into()))?
+                .step(true),
             HandlerAction::Pause => backend.clock().set_ms(state.store.now_ms),
             _ => {}
         }

@@ -26,6 +26,9 @@ pub struct HandlerFaults {
     pub early_timeouts: u8,
     /// A busy process paused while the clock jumps by `pause_ms` (leases and TTLs run out meanwhile).
     pub pauses: u8,
+    /// A store call fails instead of being made (a timeout, a dropped connection, an exception in the driver):
+    /// the handler gets an error (a failed `commit` rolls the transaction back).
+    pub call_failures: u8,
 }
 
 /// The world around a handler.
@@ -168,7 +171,7 @@ pub struct HandlerState {
     pub store: Committed,
     /// Ghost ledger of responses: the first success sent for each operation.
     pub first_success: BTreeMap<Op, Reply>,
-    pub budgets: [u8; 6],
+    pub budgets: [u8; 7],
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -182,6 +185,7 @@ pub enum HandlerAction {
     Duplicate { message: Message },
     Crash { proc: u8 },
     Pause,
+    Fail { proc: u8 },
 }
 
 fn resolved(world: &HandlerWorld<impl Handler>, state: &HandlerState) -> bool {
@@ -221,6 +225,7 @@ impl<H: Handler> Model for HandlerWorld<H> {
                 f.crashes,
                 f.early_timeouts,
                 f.pauses,
+                f.call_failures,
             ],
         }
     }
@@ -259,6 +264,7 @@ impl<H: Handler> Model for HandlerWorld<H> {
             Event::Conflict,
             Event::SlowOwner,
             Event::ProviderRetried,
+            Event::HandlerError,
         ] {
             properties.push(check::Property::sometimes_observed(
                 scenario.scenario_name(),
@@ -273,6 +279,7 @@ impl<H: Handler> Model for HandlerWorld<H> {
             HandlerAction::Drop { .. }
             | HandlerAction::Duplicate { .. }
             | HandlerAction::Crash { .. }
+            | HandlerAction::Fail { .. }
             | HandlerAction::Pause => true,
             HandlerAction::Timeout { client } => self.attempt_alive(state, *client),
             _ => false,

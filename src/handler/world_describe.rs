@@ -61,6 +61,7 @@ impl<H: Handler> HandlerWorld<H> {
                 format!("P{} CRASHES (its open transaction is lost)", proc + 1)
             }
             HandlerAction::Pause => format!("a busy process is paused for {} ms", self.pause_ms),
+            HandlerAction::Fail { proc } => format!("P{}'s next store call FAILS", proc + 1),
             other => format!("{other:?}"),
         };
         if obs.has(Event::DuplicateEffect) {

@@ -77,6 +77,13 @@ impl<H: Handler> HandlerWorld<H> {
         if busy && state.budgets[PAUSES_AT] > 0 {
             out.push(HandlerAction::Pause);
         }
+        if state.budgets[CALL_FAILURES_AT] > 0 {
+            for (index, job) in state.procs.iter().enumerate() {
+                if matches!(job, Some(job) if matches!(job.next, Next::Call(_))) {
+                    out.push(HandlerAction::Fail { proc: index as u8 });
+                }
+            }
+        }
     }
 
     fn may_time_out(&self, state: &HandlerState, client: u8) -> bool {
@@ -158,8 +165,28 @@ impl<H: Handler> HandlerWorld<H> {
                 state.store.now_ms += self.pause_ms;
                 events.add(Event::SlowOwner);
             }
+            HandlerAction::Fail { proc } => {
+                state.budgets[CALL_FAILURES_AT] -= 1;
+                events.add(Event::HandlerError);
+                self.fail_call(state, *proc);
+            }
         }
         events
+    }
+
+    /// The process's next call fails without being made; a failed commit loses the transaction.
+    fn fail_call(&self, state: &mut HandlerState, proc: u8) {
+        let mut job = state.procs[proc as usize].take().expect("a busy process");
+        let Next::Call(call) = job.next.clone() else {
+            unreachable!("a process waiting on a call")
+        };
+        if call == super::Call::Commit && job.txn.take().is_some() {
+            state.store.crashed(proc);
+        }
+        job.answered.push((call, super::replay::refused("injected failure")));
+        let request = self.request(job.from.client, job.from.op, job.attempt);
+        job.next = self.next(&request, &job.answered);
+        state.procs[proc as usize] = Some(job);
     }
 
     fn send(&self, state: &mut HandlerState, client: u8) {
@@ -327,3 +354,4 @@ pub(super) const DUPLICATE_REQUESTS_AT: usize = 2;
 pub(super) const CRASHES_AT: usize = 3;
 pub(super) const EARLY_TIMEOUTS_AT: usize = 4;
 pub(super) const PAUSES_AT: usize = 5;
+pub(super) const CALL_FAILURES_AT: usize = 6;
