@@ -34,7 +34,9 @@ fn walks(c: &mut Criterion) {
     let mut group = c.benchmark_group("walks");
     group.sample_size(10);
     group.throughput(Throughput::Elements(steps));
-    group.bench_function("article-1000-seeds", |b| b.iter(walks));
+    group.bench_function("article-1000-seeds", |b| {
+        b.iter(walks)
+    });
     group.finish();
 }
 

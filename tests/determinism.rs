@@ -36,14 +36,8 @@ fn simulate_gives_identical_traces_on_one_and_two_threads() {
             for (property, actions) in report.counterexamples() {
                 let run = timeline(&model.world, actions).unwrap();
                 text.push_str(
-                    &new_trace(
-                        &model,
-                        &property.name,
-                        "random-walk",
-                        property.seed,
-                        run.steps,
-                    )
-                    .to_json(),
+                    &new_trace(&model, &property.name, "random-walk", property.seed, run.steps)
+                        .to_json(),
                 );
             }
             text

@@ -25,12 +25,9 @@ fn reduction_keeps_verdicts_and_shortest_lengths_and_traces_replay() {
         }
         // Every counterexample, mapped back to real actions, replays on the unreduced model and violates there.
         for (found, actions) in reduced.counterexamples() {
-            let replayed =
-                replay_path(&model.world, actions, found.cycle_from).unwrap_or_else(|diverged| {
-                    panic!(
-                        "{} {}: diverges at {}",
-                        model.path, found.name, diverged.step
-                    )
+            let replayed = replay_path(&model.world, actions, found.cycle_from)
+                .unwrap_or_else(|diverged| {
+                    panic!("{} {}: diverges at {}", model.path, found.name, diverged.step)
                 });
             assert_eq!(
                 replayed.property(&found.name).at_step,

@@ -235,10 +235,7 @@ impl<M: Model> Search<M> {
         if self.nodes.len() as u64 >= bounds.max_states {
             return Some(format!("max-states {} reached", bounds.max_states));
         }
-        if let Some(timeout) = bounds
-            .timeout
-            .filter(|timeout| started.elapsed() >= *timeout)
-        {
+        if let Some(timeout) = bounds.timeout.filter(|timeout| started.elapsed() >= *timeout) {
             return Some(format!("timeout {} ms reached", timeout.as_millis()));
         }
         None

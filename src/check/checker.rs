@@ -199,8 +199,7 @@ pub fn replay_path<M: Model>(
         }
     }
     let closes_cycle = cycle_from.is_some_and(|from| {
-        let canonical =
-            |state: &M::State| model.canonicalize(state).unwrap_or_else(|| state.clone());
+        let canonical = |state: &M::State| model.canonicalize(state).unwrap_or_else(|| state.clone());
         from >= judge.last_fault
             && from < actions.len()
             && canonical(&run.states[from]) == canonical(run.last_state())

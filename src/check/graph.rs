@@ -46,8 +46,7 @@ impl Graph {
     pub fn held_bytes(&self) -> u64 {
         (self.nodes.capacity() * size_of::<(u32, bool, bool)>()
             + self.fingerprints.capacity() * 8
-            + (self.edges.capacity() + self.fault_edges.capacity()) * size_of::<Edge>())
-            as u64
+            + (self.edges.capacity() + self.fault_edges.capacity()) * size_of::<Edge>()) as u64
     }
 
     /// Node ids of the edges' targets (a target the search never stored is `u32::MAX`).

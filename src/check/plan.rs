@@ -64,10 +64,10 @@ impl<M: Model> Plan<M> {
                 (Kind::Eventually, ..) => {
                     plan.eventually.push(index);
                     match property.condition {
-                        super::property::Condition::AtRest(predicate) if acyclic => {
-                            plan.at_rest.push((index, predicate))
-                        }
-                        _ => plan.graph.push(index),
+                    super::property::Condition::AtRest(predicate) if acyclic => {
+                        plan.at_rest.push((index, predicate))
+                    }
+                    _ => plan.graph.push(index),
                     }
                 }
                 _ => unreachable!("property constructors pair kinds and conditions"),

@@ -87,10 +87,7 @@ impl<M: Model> Property<M> {
     }
 
     /// Once faults stop, the model comes to rest in a state where `predicate` holds.
-    pub fn eventually_at_rest(
-        name: impl Into<String>,
-        predicate: fn(&M, &M::State) -> bool,
-    ) -> Self {
+    pub fn eventually_at_rest(name: impl Into<String>, predicate: fn(&M, &M::State) -> bool) -> Self {
         Self::new(name, Kind::Eventually, Condition::AtRest(predicate))
     }
 

@@ -135,12 +135,9 @@ impl<M: Model> Report<M> {
     }
 
     /// The violated `always` and `eventually` properties with their counterexamples, in model order.
-    pub fn counterexamples(
-        &self,
-    ) -> impl Iterator<Item = (&PropertyReport<M::Action>, &[M::Action])> {
+    pub fn counterexamples(&self) -> impl Iterator<Item = (&PropertyReport<M::Action>, &[M::Action])> {
         self.properties.iter().filter_map(|property| {
-            let violated =
-                property.kind != Kind::Sometimes && property.verdict == Verdict::Violated;
+            let violated = property.kind != Kind::Sometimes && property.verdict == Verdict::Violated;
             property
                 .path
                 .as_deref()
@@ -177,9 +174,7 @@ impl<M: Model> Report<M> {
         let failures: Vec<String> = self
             .properties
             .iter()
-            .filter(|property| {
-                property.kind == Kind::Sometimes && property.verdict != Verdict::Holds
-            })
+            .filter(|property| property.kind == Kind::Sometimes && property.verdict != Verdict::Holds)
             .map(|property| self.failure(property))
             .collect();
         assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -195,11 +190,7 @@ impl<M: Model> Report<M> {
         if let Some(reason) = &self.stopped_by {
             text.push_str(&format!(" (search cut short: {reason})"));
         }
-        if let Some(path) = property
-            .path
-            .as_ref()
-            .filter(|_| property.kind != Kind::Sometimes)
-        {
+        if let Some(path) = property.path.as_ref().filter(|_| property.kind != Kind::Sometimes) {
             text.push_str(&format!("; counterexample: {path:?}"));
         }
         text

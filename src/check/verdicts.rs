@@ -111,10 +111,7 @@ pub(crate) fn judge_bfs<M: Model>(
                 seed: None,
                 at_step: None,
             };
-            let graph_bit = plan
-                .graph
-                .iter()
-                .position(|graph_index| *graph_index == index);
+            let graph_bit = plan.graph.iter().position(|graph_index| *graph_index == index);
             let finding = match graph_bit {
                 Some(bit) => graph
                     .expect("graph-judged properties keep the graph")

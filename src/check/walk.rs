@@ -122,10 +122,7 @@ pub(crate) fn simulate<M: Model>(
         observed = super::Observation::union(observed, walk_observed);
         for (slot, decided) in best.iter_mut().zip(result.decided) {
             let Some(path) = decided else { continue };
-            if slot
-                .as_ref()
-                .is_none_or(|(_, kept)| path.len() < kept.len())
-            {
+            if slot.as_ref().is_none_or(|(_, kept)| path.len() < kept.len()) {
                 *slot = Some((result.seed, path));
             }
         }

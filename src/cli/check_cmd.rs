@@ -103,10 +103,7 @@ pub fn run(args: &CheckArgs) -> i32 {
                 output::print_timeline(trace);
             }
             for (property, path) in &traces {
-                let unexpected = comparison
-                    .mismatched
-                    .iter()
-                    .any(|name| name == property.name());
+                let unexpected = comparison.mismatched.iter().any(|name| name == property.name());
                 let marker = if unexpected { "  (unexpected)" } else { "" };
                 replay_commands.push(format!("retrylab replay {path}{marker}"));
             }

@@ -1,7 +1,7 @@
 //! `retrylab replay`: run a saved trace strictly and show whether its violation reproduces.
 
-use super::json::{print_line, ReplayLine};
 use super::{ReplayArgs, EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
+use super::json::{print_line, ReplayLine};
 use crate::spec;
 
 pub fn run(args: &ReplayArgs) -> i32 {

@@ -60,15 +60,14 @@ pub fn write_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<PathBuf
         let mut drawn = Vec::new();
         for (found, actions) in entry.report.counterexamples() {
             let property = Property::by_name(&found.name).expect("the world's own property");
-            let steps = timeline(&entry.model.world, actions)
-                .map_err(|step| {
-                    format!(
-                        "internal error: the counterexample for {} in {} diverges at step {step}",
-                        property.name(),
-                        entry.model.path
-                    )
-                })?
-                .steps;
+            let steps = timeline(&entry.model.world, actions).map_err(|step| {
+                format!(
+                    "internal error: the counterexample for {} in {} diverges at step {step}",
+                    property.name(),
+                    entry.model.path
+                )
+            })?
+            .steps;
             let mut picture = diagram(&steps);
             if property.kind() == PropertyKind::Eventually {
                 // A liveness counterexample ends where only faults could happen next: say so on its last step.

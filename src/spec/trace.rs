@@ -77,9 +77,7 @@ pub fn replay(file: &str, trace: &WorldTrace) -> Result<ReplayOutcome, SpecError
     Ok(ReplayOutcome {
         property,
         steps: run.steps,
-        violated_at: decided
-            .at_step
-            .filter(|_| decided.verdict == check::Verdict::Violated),
+        violated_at: decided.at_step.filter(|_| decided.verdict == check::Verdict::Violated),
         model,
     })
 }
