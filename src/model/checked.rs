@@ -8,7 +8,7 @@ use super::config::Faults;
 use super::events::{Event, Events};
 use super::properties::{Property, PropertyKind};
 use super::state::State;
-use super::world::{dispatch, Server, World, WorldOf};
+use super::world::{dispatch, Server, Transition, World, WorldOf};
 use crate::check::{self, Observation};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -64,33 +64,53 @@ where
     properties
 }
 
+/// The hooks both impls write alike: the shared types, the transition relation through the type's inherent
+/// methods, the packing (the state is shared, so is its encoding) and the properties.
+macro_rules! shared_hooks {
+    ($world:ty) => {
+        type State = State;
+        type Action = Action;
+        type Obs = Events;
+
+        fn init_state(&self) -> State {
+            <$world>::init_state(self)
+        }
+
+        #[inline]
+        fn actions(&self, state: &State, out: &mut Vec<Action>) {
+            <$world>::actions(self, state, out)
+        }
+
+        #[inline]
+        fn apply(&self, state: &mut State, action: &Action) -> Events {
+            <$world>::apply(self, state, action)
+        }
+
+        #[inline]
+        fn is_fault(&self, state: &State, action: &Action) -> bool {
+            <$world>::is_fault(self, state, action)
+        }
+
+        fn properties(&self) -> Vec<check::Property<Self>> {
+            properties()
+        }
+
+        const PACKED: bool = true;
+
+        #[inline]
+        fn pack(&self, state: &State, out: &mut Vec<u8>) {
+            super::pack::pack(state, out)
+        }
+
+        #[inline]
+        fn unpack_into(&self, bytes: &[u8], state: &mut State) {
+            super::pack::unpack_into(bytes, state)
+        }
+    };
+}
+
 impl<S: Server> check::Model for WorldOf<S> {
-    type State = State;
-    type Action = Action;
-    type Obs = Events;
-
-    fn init_state(&self) -> State {
-        WorldOf::init_state(self)
-    }
-
-    #[inline]
-    fn actions(&self, state: &State, out: &mut Vec<Action>) {
-        WorldOf::actions(self, state, out)
-    }
-
-    #[inline]
-    fn apply(&self, state: &mut State, action: &Action) -> Events {
-        WorldOf::apply(self, state, action)
-    }
-
-    fn properties(&self) -> Vec<check::Property<Self>> {
-        properties()
-    }
-
-    #[inline]
-    fn is_fault(&self, state: &State, action: &Action) -> bool {
-        WorldOf::is_fault(self, state, action)
-    }
+    shared_hooks!(WorldOf<S>);
 
     /// Every non-fault action makes progress that is never undone (attempts and tokens only grow, messages are
     /// consumed, handler steps advance or restart with a new claim), and faults have budgets.
@@ -98,24 +118,18 @@ impl<S: Server> check::Model for WorldOf<S> {
         true
     }
 
-    const PACKED: bool = true;
-
-    #[inline]
-    fn pack(&self, state: &State, out: &mut Vec<u8>) {
-        super::pack::pack(state, out)
-    }
-
-    #[inline]
-    fn unpack_into(&self, bytes: &[u8], state: &mut State) {
-        super::pack::unpack_into(bytes, state)
-    }
-
     fn canonicalize(&self, state: &State) -> Option<State> {
         Some(WorldOf::canonicalize(self, state).0)
     }
 
     fn describe_step(&self, before: &State, action: &Action, after: &State, obs: Events) -> String {
-        self.describe(before, action, after, obs)
+        let transition = Transition {
+            before,
+            action,
+            after,
+            events: obs,
+        };
+        S::describe(self, &transition)
     }
 
     /// Swarm testing: every fault budget drawn between zero and the model's.
@@ -132,47 +146,10 @@ impl<S: Server> check::Model for WorldOf<S> {
 }
 
 impl check::Model for World {
-    type State = State;
-    type Action = Action;
-    type Obs = Events;
-
-    fn init_state(&self) -> State {
-        World::init_state(self)
-    }
-
-    #[inline]
-    fn actions(&self, state: &State, out: &mut Vec<Action>) {
-        World::actions(self, state, out)
-    }
-
-    #[inline]
-    fn apply(&self, state: &mut State, action: &Action) -> Events {
-        World::apply(self, state, action)
-    }
-
-    fn properties(&self) -> Vec<check::Property<Self>> {
-        properties()
-    }
-
-    #[inline]
-    fn is_fault(&self, state: &State, action: &Action) -> bool {
-        World::is_fault(self, state, action)
-    }
+    shared_hooks!(World);
 
     fn acyclic(&self) -> bool {
         dispatch!(self, world => check::Model::acyclic(world))
-    }
-
-    const PACKED: bool = true;
-
-    #[inline]
-    fn pack(&self, state: &State, out: &mut Vec<u8>) {
-        super::pack::pack(state, out)
-    }
-
-    #[inline]
-    fn unpack_into(&self, bytes: &[u8], state: &mut State) {
-        super::pack::unpack_into(bytes, state)
     }
 
     fn canonicalize(&self, state: &State) -> Option<State> {
@@ -180,7 +157,7 @@ impl check::Model for World {
     }
 
     fn describe_step(&self, before: &State, action: &Action, after: &State, obs: Events) -> String {
-        self.describe(before, action, after, obs)
+        dispatch!(self, world => check::Model::describe_step(world, before, action, after, obs))
     }
 
     fn swarm(&self, rng: &mut ChaCha8Rng) -> Option<Self> {

@@ -1,9 +1,9 @@
 //! Timeline text: one line a person can follow for each transition of a counterexample.
 
 use super::action::Action;
-use super::events::{Event, Events};
+use super::events::Event;
 use super::state::*;
-use super::world::{HttpWorld, Server, WorldOf};
+use super::world::{HttpWorld, Transition};
 use crate::protocol::{KeyScope, Provider};
 
 fn client_name(client: u8) -> String {
@@ -57,28 +57,10 @@ impl HttpWorld {
     }
 }
 
-impl<S: Server> WorldOf<S> {
-    /// Describe `action`, taken in `before`, leading to `after` with `events`.
-    pub fn describe(
-        &self,
-        before: &State,
-        action: &Action,
-        after: &State,
-        events: Events,
-    ) -> String {
-        S::describe(self, before, action, after, events)
-    }
-}
-
 impl HttpWorld {
     /// An HTTP world's timeline line.
-    pub(super) fn describe_http(
-        &self,
-        before: &State,
-        action: &Action,
-        after: &State,
-        events: Events,
-    ) -> String {
+    pub(super) fn describe_http(&self, transition: &Transition) -> String {
+        let (before, action, after, events) = transition.parts();
         let mut line = match *action {
             Action::Send { client } => {
                 let state = &after.clients[client as usize];
@@ -135,7 +117,7 @@ impl HttpWorld {
                     outcome
                 )
             }
-            Action::Step { proc } => self.describe_handler_step(before, after, proc, events),
+            Action::Step { proc } => self.describe_handler_step(transition, proc),
             Action::Drop { message } => format!("network LOSES {}", self.message_name(&message)),
             Action::Duplicate { message } => {
                 format!("network DUPLICATES {}", self.message_name(&message))
@@ -217,13 +199,8 @@ impl HttpWorld {
         line
     }
 
-    fn describe_handler_step(
-        &self,
-        before: &State,
-        after: &State,
-        proc: u8,
-        events: Events,
-    ) -> String {
+    fn describe_handler_step(&self, transition: &Transition, proc: u8) -> String {
+        let (before, _, after, events) = transition.parts();
         let Proc::Busy(job) = before.procs[proc as usize] else {
             return format!("{} has nothing to do", proc_name(proc));
         };

@@ -6,7 +6,7 @@ use super::events::{Event, Events};
 use super::queue::republish_target;
 use super::state::*;
 use super::step::EARLY_TIMEOUTS;
-use super::world::QueueWorld;
+use super::world::{QueueWorld, Transition};
 use crate::protocol::{DedupKey, Inbox, Producer, ProducerDedup, Provider};
 
 impl QueueWorld {
@@ -46,13 +46,8 @@ impl QueueWorld {
     }
 
     /// Describe a transition of a queue world.
-    pub(super) fn describe_queue(
-        &self,
-        before: &State,
-        action: &Action,
-        after: &State,
-        events: Events,
-    ) -> String {
+    pub(super) fn describe_queue(&self, transition: &Transition) -> String {
+        let (before, action, after, events) = transition.parts();
         let queue = self.server.config;
         let mut line = match *action {
             Action::Send { client } => {
@@ -113,7 +108,7 @@ impl QueueWorld {
                     response.attempt
                 )
             }
-            Action::Step { proc } => self.describe_queue_step(before, after, proc, events),
+            Action::Step { proc } => self.describe_queue_step(transition, proc),
             Action::Drop { message } => match message {
                 Message::Request(request) => format!(
                     "{} is LOST on its way to the consumer (the broker waits for the visibility timeout)",
@@ -264,13 +259,8 @@ impl QueueWorld {
         }
     }
 
-    fn describe_queue_step(
-        &self,
-        before: &State,
-        after: &State,
-        proc: u8,
-        events: Events,
-    ) -> String {
+    fn describe_queue_step(&self, transition: &Transition, proc: u8) -> String {
+        let (before, _, after, events) = transition.parts();
         let Proc::Busy(job) = before.procs[proc as usize] else {
             return format!("P{} has nothing to do", proc + 1);
         };

@@ -2,10 +2,9 @@
 //! decide from the stored record (`protocol::decide`), commit the payment with the completion (subject to
 //! fencing), or, with a separate key store, complete the key in a second write.
 
-use super::action::Action;
 use super::events::{Event, Events};
 use super::state::*;
-use super::world::{Http, HttpWorld, Server};
+use super::world::{Http, HttpWorld, Server, Transition};
 use crate::protocol::{
     self, status, Claim, Decision, KeyPolicy, KeyScope, KeyStore, Lease, OnError, RecordState,
 };
@@ -82,14 +81,8 @@ impl Server for Http {
         state.procs[proc as usize] = Proc::Busy(job);
     }
 
-    fn describe(
-        world: &HttpWorld,
-        before: &State,
-        action: &Action,
-        after: &State,
-        events: Events,
-    ) -> String {
-        world.describe_http(before, action, after, events)
+    fn describe(world: &HttpWorld, transition: &Transition) -> String {
+        world.describe_http(transition)
     }
 }
 

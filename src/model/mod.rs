@@ -40,4 +40,4 @@ pub use state::{
     RecordStatus, Request, Response, State, Store,
 };
 pub use symmetry::Relabel;
-pub use world::{Http, HttpWorld, Queue, QueueWorld, Server, World, WorldOf};
+pub use world::{Http, HttpWorld, Queue, QueueWorld, Server, Transition, World, WorldOf};

@@ -6,7 +6,7 @@
 use super::action::Action;
 use super::events::{Event, Events};
 use super::state::*;
-use super::world::{Queue, QueueWorld, Server};
+use super::world::{Queue, QueueWorld, Server, Transition};
 use crate::protocol::queue::{self, OnDelivery};
 use crate::protocol::{status, KeyScope, Lease, Producer, QueueConfig};
 
@@ -124,14 +124,8 @@ impl Server for Queue {
         world.republish(state, client, late, restarted, events);
     }
 
-    fn describe(
-        world: &QueueWorld,
-        before: &State,
-        action: &Action,
-        after: &State,
-        events: Events,
-    ) -> String {
-        world.describe_queue(before, action, after, events)
+    fn describe(world: &QueueWorld, transition: &Transition) -> String {
+        world.describe_queue(transition)
     }
 }
 

@@ -55,14 +55,24 @@ pub trait Server: Clone + Debug + PartialEq + Eq + Send + Sync + Sized {
         unreachable!("{action:?} is not an action of this world")
     }
 
-    /// One line for people: what `action` did, from `before` to `after`.
-    fn describe(
-        world: &WorldOf<Self>,
-        before: &State,
-        action: &Action,
-        after: &State,
-        events: Events,
-    ) -> String;
+    /// One line for people: what a transition did.
+    fn describe(world: &WorldOf<Self>, transition: &Transition) -> String;
+}
+
+/// One transition, for its description: `action`, taken in `before`, led to `after` with `events`.
+#[derive(Clone, Copy, Debug)]
+pub struct Transition<'a> {
+    pub before: &'a State,
+    pub action: &'a Action,
+    pub after: &'a State,
+    pub events: Events,
+}
+
+impl<'a> Transition<'a> {
+    /// Before, action, after, events.
+    pub fn parts(&self) -> (&'a State, &'a Action, &'a State, Events) {
+        (self.before, self.action, self.after, self.events)
+    }
 }
 
 /// A validated world with server role `S`. Bodies are interned: operations with the same body text share a
@@ -235,16 +245,5 @@ impl World {
 
     pub fn key_for(&self, client: u8, op: u8, attempt: u8) -> Key {
         dispatch!(self, world => world.key_for(client, op, attempt))
-    }
-
-    /// Describe `action`, taken in `before`, leading to `after` with `events`.
-    pub fn describe(
-        &self,
-        before: &State,
-        action: &Action,
-        after: &State,
-        events: Events,
-    ) -> String {
-        dispatch!(self, world => world.describe(before, action, after, events))
     }
 }
