@@ -348,3 +348,71 @@ fn intern<T: PartialEq>(items: &[T]) -> Vec<u8> {
         )
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::load_model;
+
+    fn load(name: &str) -> World {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models")
+            .join(name);
+        load_model(&path).expect("a shipped model").world
+    }
+
+    #[test]
+    fn a_world_rebuilt_from_its_builder_is_itself() {
+        for name in ["lease-fenced.toml", "queue-inbox-same-transaction.toml"] {
+            let world = load(name);
+            assert_eq!(world.to_builder().build().as_ref(), Ok(&world), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_builder_refuses_what_no_world_can_be() {
+        let http = load("lease-fenced.toml");
+        let field = |builder: WorldBuilder| builder.build().expect_err("refused").field;
+        assert_eq!(
+            field(http.to_builder().lease(Lease::None)),
+            "protocol.fencing"
+        );
+        let republishes = Faults {
+            republishes: 1,
+            ..http.faults()
+        };
+        assert_eq!(
+            field(http.to_builder().faults(republishes)),
+            "faults.republishes"
+        );
+        assert_eq!(field(http.to_builder().processes(0)), "servers.processes");
+        let queue = load("queue-inbox-same-transaction.toml");
+        assert_eq!(
+            field(queue.to_builder().key_scope(KeyScope::Global)),
+            "protocol"
+        );
+        assert_eq!(
+            field(queue.to_builder().max_attempts(COPY_DELIVERY_BASE)),
+            "clients.max-attempts"
+        );
+    }
+
+    #[test]
+    fn a_changed_fingerprint_policy_recomputes_the_fingerprints() {
+        let world = load("raw-fingerprint-reserialised.toml");
+        let normalized = world
+            .to_builder()
+            .fingerprint(FingerprintPolicy::Normalized)
+            .build()
+            .unwrap();
+        let World::Http(raw) = &world else {
+            panic!("an HTTP model")
+        };
+        let World::Http(normalized) = &normalized else {
+            panic!("an HTTP model")
+        };
+        // The re-serialised body differs byte for byte, not as JSON.
+        assert_ne!(raw.fingerprints[0], raw.fingerprints[1]);
+        assert_eq!(normalized.fingerprints[0], normalized.fingerprints[1]);
+    }
+}
