@@ -34,12 +34,18 @@ fn main() -> ExitCode {
         Err(error) => return bad_input(&format!("drive_trace: {error}")),
     };
     let actions: Vec<Action> = trace.steps.iter().map(|step| step.action).collect();
-    let world = &model.world;
+    if let Some(reason) = retrylab::real::drive::unsupported(&model.world) {
+        return bad_input(&format!("drive_trace: the real stores lack {reason}"));
+    }
+    let world = model
+        .world
+        .http()
+        .expect("an HTTP world: unsupported() said so");
     let result = if store == "memory" {
-        let memory = MemoryStore::<StdLock<Tables>>::new(world.protocol);
+        let memory = MemoryStore::<StdLock<Tables>>::new(world.server().protocol());
         Driver::new(
             world,
-            vec![&memory as &dyn KeyStore; world.processes as usize],
+            vec![&memory as &dyn KeyStore; world.processes() as usize],
         )
         .drive_all(&actions)
     } else {
@@ -68,14 +74,14 @@ fn main() -> ExitCode {
 }
 
 fn drive_sqlite(
-    world: &retrylab::model::World,
+    world: &retrylab::model::HttpWorld,
     actions: &[Action],
 ) -> Result<DriveReport, DriveError> {
     let folder = tempfile::tempdir().map_err(|e| store_error(e.into()))?;
     let path = folder.path().join("idem.db");
-    SqliteStore::create(&path, world.protocol).map_err(store_error)?;
-    let connections = (0..world.processes)
-        .map(|_| SqliteStore::open(&path, world.protocol))
+    SqliteStore::create(&path, world.server().protocol()).map_err(store_error)?;
+    let connections = (0..world.processes())
+        .map(|_| SqliteStore::open(&path, world.server().protocol()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(store_error)?;
     let stores = connections.iter().map(|c| c as &dyn KeyStore).collect();

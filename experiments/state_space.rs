@@ -6,7 +6,7 @@
 use clap::Parser;
 use retrylab::atomic::write_atomic;
 use retrylab::check::Model as _;
-use retrylab::model::{Faults, World};
+use retrylab::model::{Faults, World, WorldBuilder};
 use retrylab::plot::{write_line_chart, BandPoint, LineChart, Scale, Series};
 use retrylab::spec::load_model;
 use std::fmt::Write as _;
@@ -62,20 +62,22 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let vary = |change: &dyn Fn(WorldBuilder) -> WorldBuilder| -> World {
+        change(base.to_builder())
+            .build()
+            .expect("a variant of a valid model is valid")
+    };
     let mut worlds: Vec<(&'static str, u32, World)> = Vec::new();
     for clients in 1..=3u8 {
-        let mut world = base.clone();
-        world.clients.count = clients;
+        let world = vary(&|builder| builder.client_count(clients));
         worlds.push(("clients", u32::from(clients), world));
     }
     for attempts in 1..=4u8 {
-        let mut world = base.clone();
-        world.clients.max_attempts = attempts;
+        let world = vary(&|builder| builder.max_attempts(attempts));
         worlds.push(("max-attempts", u32::from(attempts), world));
     }
     for faults in 0..=4u32 {
-        let mut world = base.clone();
-        world.faults = faults_up_to(faults);
+        let world = vary(&|builder| builder.faults(faults_up_to(faults)));
         worlds.push(("faults", faults, world));
     }
     let mut rows = Vec::new();

@@ -59,8 +59,12 @@ fn the_article_design_holds_and_its_select_then_insert_twin_duplicates() {
         report.reached(Event::ParallelRetry.scenario_name())
             && report.reached(Event::DuplicatedRequest.scenario_name())
     );
-    let mut twin = model.world.clone();
-    twin.protocol.claim = Claim::SelectThenInsert;
+    let twin = model
+        .world
+        .to_builder()
+        .claim(Claim::SelectThenInsert)
+        .build()
+        .unwrap();
     assert_eq!(
         twin_verdict(&twin, Property::NoDuplicateEffect),
         Verdict::Violated
@@ -79,8 +83,7 @@ fn lease_and_fencing_hold_and_the_unfenced_twin_duplicates() {
         report.reached(Event::SlowOwner.scenario_name())
             && report.reached(Event::FencedCompletion.scenario_name())
     );
-    let mut twin = model.world.clone();
-    twin.protocol.fencing = false;
+    let twin = model.world.to_builder().fencing(false).build().unwrap();
     assert_eq!(
         twin_verdict(&twin, Property::NoDuplicateEffect),
         Verdict::Violated
@@ -94,8 +97,12 @@ fn a_lease_unsticks_the_key_that_the_article_design_leaves_stuck() {
         verdict(&model.world, Property::NoStuckKey),
         Verdict::Violated
     );
-    let mut twin = model.world.clone();
-    twin.protocol.lease = retrylab::protocol::Lease::Ms(30_000);
+    let twin = model
+        .world
+        .to_builder()
+        .lease(retrylab::protocol::Lease::Ms(30_000))
+        .build()
+        .unwrap();
     assert_eq!(verdict(&twin, Property::NoStuckKey), Verdict::Holds);
 }
 

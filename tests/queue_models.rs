@@ -3,17 +3,22 @@
 //! knob protects. Plus the queue knobs' validation errors.
 
 use retrylab::check::Verdict;
-use retrylab::model::{DedupKey, Inbox, ProducerDedup, Property, Provider, World};
+use retrylab::model::{DedupKey, Faults, Inbox, ProducerDedup, Property, Provider, World};
 use retrylab::spec::parse_model;
 
 mod model_support;
 use model_support::*;
 
 fn with_queue(world: &World, change: impl Fn(&mut retrylab::model::QueueConfig)) -> World {
-    let mut twin = world.clone();
-    let queue = twin.queue.as_mut().expect("a queue model");
-    change(queue);
-    twin
+    let mut queue = world.queue().expect("a queue model").server().config();
+    change(&mut queue);
+    world.to_builder().queue(queue).build().unwrap()
+}
+
+fn with_faults(world: &World, change: impl Fn(&mut Faults)) -> World {
+    let mut faults = world.faults();
+    change(&mut faults);
+    world.to_builder().faults(faults).build().unwrap()
 }
 
 #[test]
@@ -53,15 +58,15 @@ fn an_offset_key_survives_redelivery_but_not_a_republish() {
         Verdict::Violated
     );
     // Without republishes, every duplicate is a redelivery of one message, which shares its offset.
-    let mut no_republish = offset.clone();
-    no_republish.faults.republishes = 0;
+    let no_republish = with_faults(&offset, |faults| faults.republishes = 0);
     assert_eq!(
         verdict(&no_republish, Property::NoDuplicateEffect),
         Verdict::Holds
     );
     // A delivery tag differs even between redeliveries.
-    let mut tag = no_republish.clone();
-    tag.queue.as_mut().unwrap().dedup_key = DedupKey::DeliveryNumber;
+    let tag = with_queue(&no_republish, |queue| {
+        queue.dedup_key = DedupKey::DeliveryNumber
+    });
     assert_eq!(
         twin_verdict(&tag, Property::NoDuplicateEffect),
         Verdict::Violated
@@ -76,15 +81,13 @@ fn broker_dedup_is_bounded_by_its_window_or_its_session() {
         twin_verdict(&window.world, Property::NoDuplicateEffect),
         Verdict::Violated
     );
-    let mut inside = window.world.clone();
-    inside.faults.window_expiries = 0;
+    let inside = with_faults(&window.world, |faults| faults.window_expiries = 0);
     assert_eq!(
         verdict(&inside, Property::NoDuplicateEffect),
         Verdict::Holds
     );
     // The window is keyed by message id: a producer restart inside it changes nothing.
-    let mut restart_inside_window = inside.clone();
-    restart_inside_window.faults.producer_restarts = 1;
+    let restart_inside_window = with_faults(&inside, |faults| faults.producer_restarts = 1);
     assert_eq!(
         verdict(&restart_inside_window, Property::NoDuplicateEffect),
         Verdict::Holds
@@ -111,8 +114,12 @@ fn an_external_call_inside_the_consumers_transaction_needs_its_own_key() {
         verdict(&model.world, Property::NoDuplicateEffect),
         Verdict::Holds
     );
-    let mut twin = model.world.clone();
-    twin.provider = Provider::NotIdempotent;
+    let twin = model
+        .world
+        .to_builder()
+        .provider(Provider::NotIdempotent)
+        .build()
+        .unwrap();
     assert_eq!(
         twin_verdict(&twin, Property::NoDuplicateEffect),
         Verdict::Violated

@@ -7,7 +7,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use retrylab::check::{self, Model as _, Verdict};
-use retrylab::model::{Action, Event, Property, World};
+use retrylab::model::{Action, Event, HttpWorld, Property};
 use retrylab::real::drive::{self, DriveReport, Driver};
 use retrylab::real::{KeyStore, MemoryStore, SqliteStore, StdLock, Tables};
 use retrylab::spec::{self, Model};
@@ -29,21 +29,21 @@ fn models() -> Vec<Model> {
     supported
 }
 
-fn drive_memory(world: &World, actions: &[Action]) -> DriveReport {
-    let store = MemoryStore::<StdLock<Tables>>::new(world.protocol);
-    let stores = vec![&store as &dyn KeyStore; world.processes as usize];
+fn drive_memory(world: &HttpWorld, actions: &[Action]) -> DriveReport {
+    let store = MemoryStore::<StdLock<Tables>>::new(world.server().protocol());
+    let stores = vec![&store as &dyn KeyStore; world.processes() as usize];
     Driver::new(world, stores)
         .drive_all(actions)
         .unwrap_or_else(|e| panic!("memory store: {e}"))
 }
 
-fn drive_sqlite(world: &World, actions: &[Action]) -> DriveReport {
+fn drive_sqlite(world: &HttpWorld, actions: &[Action]) -> DriveReport {
     let folder = tempfile::tempdir().unwrap();
     let path = folder.path().join("idem.db");
-    SqliteStore::create(&path, world.protocol).unwrap();
+    SqliteStore::create(&path, world.server().protocol()).unwrap();
     // One connection per server process, as each process of a service has its own.
-    let connections: Vec<SqliteStore> = (0..world.processes)
-        .map(|_| SqliteStore::open(&path, world.protocol).unwrap())
+    let connections: Vec<SqliteStore> = (0..world.processes())
+        .map(|_| SqliteStore::open(&path, world.server().protocol()).unwrap())
         .collect();
     let stores = connections.iter().map(|c| c as &dyn KeyStore).collect();
     Driver::new(world, stores)
@@ -85,13 +85,12 @@ fn every_counterexample_replays_on_real_code_and_duplicates_duplicate() {
                 .steps;
             let trace = spec::new_trace(&model, &found.name, "bfs", None, steps);
             let trace = spec::parse_trace("memory", &trace.to_json()).expect("trace round trip");
-            let world = spec::parse_model(&trace.model, &trace.model_source)
-                .unwrap()
-                .world;
+            let model_of_trace = spec::parse_model(&trace.model, &trace.model_source).unwrap();
+            let world = model_of_trace.world.http().expect("an HTTP world");
             let actions: Vec<Action> = trace.steps.iter().map(|step| step.action).collect();
             for (store_name, report) in [
-                ("memory", drive_memory(&world, &actions)),
-                ("sqlite", drive_sqlite(&world, &actions)),
+                ("memory", drive_memory(world, &actions)),
+                ("sqlite", drive_sqlite(world, &actions)),
             ] {
                 println!(
                     "{} {} against {store_name}, {} steps in lockstep:",
@@ -136,7 +135,7 @@ fn random_walks_agree_step_by_step_on_every_model() {
     const WALK_DEPTH_MAX: usize = 80;
     let mut enabled = Vec::new();
     for model in models() {
-        let world = &model.world;
+        let world = model.world.http().expect("models() keeps HTTP worlds");
         let (mut duplicates, mut steps_total) = (0, 0);
         let (mut rolled_back, mut fenced, mut take_overs) = (0, 0, 0);
         let (mut handler_errors, mut key_expiries) = (0, 0);
@@ -179,24 +178,24 @@ fn random_walks_agree_step_by_step_on_every_model() {
             model.path
         );
         // No vacuous agreement: the walks must reach the scenarios the model is about.
-        if world.faults.crashes > 0 {
+        if world.faults().crashes > 0 {
             assert!(
                 rolled_back > 0,
                 "{}: no crash inside an effect transaction",
                 model.path
             );
         }
-        if world.protocol.lease.is_some() {
+        if world.server().protocol().lease.is_some() {
             assert!(take_overs > 0, "{}: no lease take-over", model.path);
         }
-        if world.faults.handler_errors > 0 {
+        if world.faults().handler_errors > 0 {
             assert!(handler_errors > 0, "{}: no handler error", model.path);
         }
-        if world.faults.key_expiries > 0 {
+        if world.faults().key_expiries > 0 {
             assert!(key_expiries > 0, "{}: no key expiry", model.path);
         }
         // Fencing only refuses an owner that is alive after its lease expired: that needs a pause.
-        if world.protocol.fencing && world.faults.pauses > 0 {
+        if world.server().protocol().fencing && world.faults().pauses > 0 {
             assert!(fenced > 0, "{}: no fenced completion", model.path);
         }
     }

@@ -183,7 +183,8 @@ impl<H: Handler> HandlerWorld<H> {
         if call == super::Call::Commit && job.txn.take().is_some() {
             state.store.crashed(proc);
         }
-        job.answered.push((call, super::replay::refused("injected failure")));
+        job.answered
+            .push((call, super::replay::refused("injected failure")));
         let request = self.request(job.from.client, job.from.op, job.attempt);
         job.next = self.next(&request, &job.answered);
         state.procs[proc as usize] = Some(job);

@@ -1,12 +1,14 @@
-//! The retry world as a `check::Model`: its seven properties by the names model files use, its scenarios as
+//! The worlds as `check::Model`s: the seven properties by the names model files use, the scenarios as
 //! `sometimes` properties (a model file's `reached = [...]`), and the hooks the explorer's speed rests on
-//! (packing, symmetry, one event bitmask per transition).
+//! (packing, symmetry, one event bitmask per transition). `WorldOf<S>` is the model; `World` forwards to
+//! whichever world it holds (one branch per call, on a value that never changes during a search).
 
 use super::action::Action;
-use super::config::{Faults, World};
+use super::config::Faults;
 use super::events::{Event, Events};
 use super::properties::{Property, PropertyKind};
 use super::state::State;
+use super::world::{dispatch, Server, Transition, World, WorldOf};
 use crate::check::{self, Observation};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -24,61 +26,91 @@ impl Observation for Events {
 }
 
 /// The liveness predicates at rest, as plain functions (a property holds a function pointer).
-fn no_stuck_key(world: &World, state: &State) -> bool {
-    !Property::NoStuckKey.violated_at_rest(world, state)
+fn no_stuck_key<M>(_world: &M, state: &State) -> bool {
+    !Property::NoStuckKey.violated_at_rest(state)
 }
 
-fn eventually_resolves(world: &World, state: &State) -> bool {
-    !Property::EventuallyResolves.violated_at_rest(world, state)
+fn eventually_resolves<M>(_world: &M, state: &State) -> bool {
+    !Property::EventuallyResolves.violated_at_rest(state)
 }
 
-/// The check property for one of the seven.
-pub fn check_property(property: Property) -> check::Property<World> {
+/// The check property for one of the seven, for any model over the shared state and events.
+pub fn check_property<M>(property: Property) -> check::Property<M>
+where
+    M: check::Model<State = State, Obs = Events>,
+{
     match (property.kind(), property) {
         (PropertyKind::Always, _) => {
             check::Property::always_unobserved(property.name(), property.violating_events())
         }
         (PropertyKind::Eventually, Property::NoStuckKey) => {
-            check::Property::eventually_at_rest(property.name(), no_stuck_key)
+            check::Property::eventually_at_rest(property.name(), no_stuck_key::<M>)
         }
         (PropertyKind::Eventually, _) => {
-            check::Property::eventually_at_rest(property.name(), eventually_resolves)
+            check::Property::eventually_at_rest(property.name(), eventually_resolves::<M>)
         }
     }
 }
 
-impl check::Model for World {
-    type State = State;
-    type Action = Action;
-    type Obs = Events;
+/// The seven properties, then one `sometimes` per scenario.
+fn properties<M>() -> Vec<check::Property<M>>
+where
+    M: check::Model<State = State, Obs = Events>,
+{
+    let mut properties: Vec<_> = Property::ALL.into_iter().map(check_property).collect();
+    properties.extend(Event::SCENARIOS.into_iter().map(|scenario| {
+        check::Property::sometimes_observed(scenario.scenario_name(), Events::of(&[scenario]))
+    }));
+    properties
+}
 
-    fn init_state(&self) -> State {
-        World::init_state(self)
-    }
+/// The hooks both impls write alike: the shared types, the transition relation through the type's inherent
+/// methods, the packing (the state is shared, so is its encoding) and the properties.
+macro_rules! shared_hooks {
+    ($world:ty) => {
+        type State = State;
+        type Action = Action;
+        type Obs = Events;
 
-    #[inline]
-    fn actions(&self, state: &State, out: &mut Vec<Action>) {
-        World::actions(self, state, out)
-    }
+        fn init_state(&self) -> State {
+            <$world>::init_state(self)
+        }
 
-    #[inline]
-    fn apply(&self, state: &mut State, action: &Action) -> Events {
-        World::apply(self, state, action)
-    }
+        #[inline]
+        fn actions(&self, state: &State, out: &mut Vec<Action>) {
+            <$world>::actions(self, state, out)
+        }
 
-    /// The seven properties, then one `sometimes` per scenario.
-    fn properties(&self) -> Vec<check::Property<World>> {
-        let mut properties: Vec<_> = Property::ALL.into_iter().map(check_property).collect();
-        properties.extend(Event::SCENARIOS.into_iter().map(|scenario| {
-            check::Property::sometimes_observed(scenario.scenario_name(), Events::of(&[scenario]))
-        }));
-        properties
-    }
+        #[inline]
+        fn apply(&self, state: &mut State, action: &Action) -> Events {
+            <$world>::apply(self, state, action)
+        }
 
-    #[inline]
-    fn is_fault(&self, state: &State, action: &Action) -> bool {
-        World::is_fault(self, state, action)
-    }
+        #[inline]
+        fn is_fault(&self, state: &State, action: &Action) -> bool {
+            <$world>::is_fault(self, state, action)
+        }
+
+        fn properties(&self) -> Vec<check::Property<Self>> {
+            properties()
+        }
+
+        const PACKED: bool = true;
+
+        #[inline]
+        fn pack(&self, state: &State, out: &mut Vec<u8>) {
+            super::pack::pack(state, out)
+        }
+
+        #[inline]
+        fn unpack_into(&self, bytes: &[u8], state: &mut State) {
+            super::pack::unpack_into(bytes, state)
+        }
+    };
+}
+
+impl<S: Server> check::Model for WorldOf<S> {
+    shared_hooks!(WorldOf<S>);
 
     /// Every non-fault action makes progress that is never undone (attempts and tokens only grow, messages are
     /// consumed, handler steps advance or restart with a new claim), and faults have budgets.
@@ -86,35 +118,52 @@ impl check::Model for World {
         true
     }
 
-    const PACKED: bool = true;
-
-    #[inline]
-    fn pack(&self, state: &State, out: &mut Vec<u8>) {
-        super::pack::pack(state, out)
-    }
-
-    #[inline]
-    fn unpack_into(&self, bytes: &[u8], state: &mut State) {
-        super::pack::unpack_into(bytes, state)
-    }
-
     fn canonicalize(&self, state: &State) -> Option<State> {
-        Some(World::canonicalize(self, state).0)
+        Some(WorldOf::canonicalize(self, state).0)
     }
 
     fn describe_step(&self, before: &State, action: &Action, after: &State, obs: Events) -> String {
-        self.describe(before, action, after, obs)
+        let transition = Transition {
+            before,
+            action,
+            after,
+            events: obs,
+        };
+        S::describe(self, &transition)
     }
 
     /// Swarm testing: every fault budget drawn between zero and the model's.
-    fn swarm(&self, rng: &mut ChaCha8Rng) -> Option<World> {
+    fn swarm(&self, rng: &mut ChaCha8Rng) -> Option<Self> {
         let mut budgets = self.faults.as_array();
         for budget in budgets.iter_mut() {
             *budget = rng.random_range(0..=*budget);
         }
-        Some(World {
+        Some(WorldOf {
             faults: Faults::from_array(budgets),
             ..self.clone()
         })
+    }
+}
+
+impl check::Model for World {
+    shared_hooks!(World);
+
+    fn acyclic(&self) -> bool {
+        dispatch!(self, world => check::Model::acyclic(world))
+    }
+
+    fn canonicalize(&self, state: &State) -> Option<State> {
+        dispatch!(self, world => check::Model::canonicalize(world, state))
+    }
+
+    fn describe_step(&self, before: &State, action: &Action, after: &State, obs: Events) -> String {
+        dispatch!(self, world => check::Model::describe_step(world, before, action, after, obs))
+    }
+
+    fn swarm(&self, rng: &mut ChaCha8Rng) -> Option<Self> {
+        match self {
+            World::Http(world) => check::Model::swarm(world, rng).map(World::Http),
+            World::Queue(world) => check::Model::swarm(world, rng).map(World::Queue),
+        }
     }
 }

@@ -1,9 +1,10 @@
 //! Timeline text: one line a person can follow for each transition of a counterexample.
 
 use super::action::Action;
-use super::config::{KeyScope, Provider, World};
-use super::events::{Event, Events};
+use super::events::Event;
 use super::state::*;
+use super::world::{HttpWorld, Transition};
+use crate::protocol::{KeyScope, Provider};
 
 fn client_name(client: u8) -> String {
     format!("C{}", client + 1)
@@ -31,9 +32,9 @@ fn response_name(response: &Response) -> String {
     )
 }
 
-impl World {
+impl HttpWorld {
     fn key_name(&self, key: Key) -> String {
-        match self.key_scope {
+        match self.server.key_scope {
             KeyScope::PerClient => format!("key k{} of C{}", key.value, key.scope + 1),
             KeyScope::Global => format!("global key k{}", key.value),
         }
@@ -56,18 +57,10 @@ impl World {
     }
 }
 
-impl World {
-    /// Describe `action`, taken in `before`, leading to `after` with `events`.
-    pub fn describe(
-        &self,
-        before: &State,
-        action: &Action,
-        after: &State,
-        events: Events,
-    ) -> String {
-        if let Some(queue) = &self.queue {
-            return self.describe_queue(queue, before, action, after, events);
-        }
+impl HttpWorld {
+    /// An HTTP world's timeline line.
+    pub(super) fn describe_http(&self, transition: &Transition) -> String {
+        let (before, action, after, events) = transition.parts();
         let mut line = match *action {
             Action::Send { client } => {
                 let state = &after.clients[client as usize];
@@ -76,7 +69,8 @@ impl World {
                     op: state.op,
                 };
                 let key = self.key_for(client, state.op, state.attempts);
-                let body = &self.bodies[self.clients.operations[state.op as usize].body as usize];
+                let body =
+                    &self.bodies[self.clients.operations[state.op as usize].body as usize].text;
                 format!(
                     "{} sends {} attempt {} ({}) body {}",
                     client_name(client),
@@ -123,7 +117,7 @@ impl World {
                     outcome
                 )
             }
-            Action::Step { proc } => self.describe_step(before, after, proc, events),
+            Action::Step { proc } => self.describe_handler_step(transition, proc),
             Action::Drop { message } => format!("network LOSES {}", self.message_name(&message)),
             Action::Duplicate { message } => {
                 format!("network DUPLICATES {}", self.message_name(&message))
@@ -205,7 +199,8 @@ impl World {
         line
     }
 
-    fn describe_step(&self, before: &State, after: &State, proc: u8, events: Events) -> String {
+    fn describe_handler_step(&self, transition: &Transition, proc: u8) -> String {
+        let (before, _, after, events) = transition.parts();
         let Proc::Busy(job) = before.procs[proc as usize] else {
             return format!("{} has nothing to do", proc_name(proc));
         };

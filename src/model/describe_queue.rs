@@ -2,14 +2,14 @@
 //! delivery, visibility timeout, consumer, inbox row, ack, dead-letter queue).
 
 use super::action::Action;
-use super::config::{DedupKey, Inbox, Producer, ProducerDedup, QueueConfig, World};
 use super::events::{Event, Events};
+use super::queue::republish_target;
 use super::state::*;
+use super::step::EARLY_TIMEOUTS;
+use super::world::{QueueWorld, Transition};
+use crate::protocol::{DedupKey, Inbox, Producer, ProducerDedup, Provider};
 
-/// Index of the early-timeouts budget (a visibility timeout while the consumer is only slow).
-const EARLY_TIMEOUTS: usize = 6;
-
-impl World {
+impl QueueWorld {
     fn event_name(&self, op: OpRef) -> String {
         if self.clients.operations.len() == 1 {
             format!("E{}", op.client + 1)
@@ -34,8 +34,8 @@ impl World {
         }
     }
 
-    fn inbox_key_name(&self, queue: &QueueConfig, key: Key) -> String {
-        match queue.dedup_key {
+    fn inbox_key_name(&self, key: Key) -> String {
+        match self.server.config.dedup_key {
             DedupKey::EventId if self.clients.operations.len() == 1 => {
                 format!("event id E{}", key.scope + 1)
             }
@@ -46,14 +46,9 @@ impl World {
     }
 
     /// Describe a transition of a queue world.
-    pub(super) fn describe_queue(
-        &self,
-        queue: &QueueConfig,
-        before: &State,
-        action: &Action,
-        after: &State,
-        events: Events,
-    ) -> String {
+    pub(super) fn describe_queue(&self, transition: &Transition) -> String {
+        let (before, action, after, events) = transition.parts();
+        let queue = self.server.config;
         let mut line = match *action {
             Action::Send { client } => {
                 let state = &after.clients[client as usize];
@@ -61,7 +56,7 @@ impl World {
                     client,
                     op: state.op,
                 };
-                let body = &self.bodies[self.clients.operations[state.op as usize].body as usize];
+                let body = &self.bodies[self.clients.operations[state.op as usize].body as usize].text;
                 format!(
                     "producer C{} publishes {} {}: the broker makes it visible (delivery {})",
                     client + 1,
@@ -97,7 +92,7 @@ impl World {
                 "consumer P{} receives {} ({})",
                 proc + 1,
                 self.delivery_name(&request),
-                self.inbox_key_name(queue, request.key)
+                self.inbox_key_name(request.key)
             ),
             Action::DeliverResponse { response } => {
                 let was = &before.clients[response.to.client as usize];
@@ -113,7 +108,7 @@ impl World {
                     response.attempt
                 )
             }
-            Action::Step { proc } => self.describe_queue_step(queue, before, after, proc, events),
+            Action::Step { proc } => self.describe_queue_step(transition, proc),
             Action::Drop { message } => match message {
                 Message::Request(request) => format!(
                     "{} is LOST on its way to the consumer (the broker waits for the visibility timeout)",
@@ -171,17 +166,17 @@ impl World {
                 client,
                 late,
                 restarted,
-            } => self.describe_republish(queue, before, after, client, late, restarted, events),
+            } => self.describe_republish(before, after, client, late, restarted, events),
             Action::ExpireKey { key } => format!(
                 "the inbox row for {} is PRUNED (its retention is shorter than redelivery)",
-                self.inbox_key_name(queue, key)
+                self.inbox_key_name(key)
             ),
             Action::Fail { proc } => format!("consumer P{} fails", proc + 1),
             Action::ExpireLease { key } => {
-                format!("lease on {} expires", self.inbox_key_name(queue, key))
+                format!("lease on {} expires", self.inbox_key_name(key))
             }
         };
-        let duplicate = if self.provider != super::config::Provider::None
+        let duplicate = if self.provider != Provider::None
             && after.store.provider_charges.len() > before.store.provider_charges.len()
         {
             "DUPLICATE EFFECT: the external call for this event happened twice"
@@ -207,10 +202,8 @@ impl World {
         line
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn describe_republish(
         &self,
-        queue: &QueueConfig,
         before: &State,
         after: &State,
         client: u8,
@@ -220,8 +213,9 @@ impl World {
     ) -> String {
         let op = OpRef {
             client,
-            op: self.republish_target(before, client).unwrap_or(0),
+            op: republish_target(before, client).unwrap_or(0),
         };
+        let queue = self.server.config;
         let event = self.event_name(op);
         let late_text = if late {
             " AFTER the broker's dedup window"
@@ -252,7 +246,7 @@ impl World {
             format!("{cause}: {why}")
         } else {
             let copy = after.clients[client as usize].copies;
-            let key = self.queue_key(queue, client, op.op, 0, copy);
+            let key = self.inbox_key(client, op.op, 0, copy);
             let reason = match queue.producer_dedup {
                 ProducerDedup::None => "the broker has no producer dedup",
                 ProducerDedup::Window => "the window no longer holds its id",
@@ -260,26 +254,21 @@ impl World {
             };
             format!(
                 "{cause}: {reason}, so it becomes a NEW message, copy {copy} ({})",
-                self.inbox_key_name(queue, key)
+                self.inbox_key_name(key)
             )
         }
     }
 
-    fn describe_queue_step(
-        &self,
-        queue: &QueueConfig,
-        before: &State,
-        after: &State,
-        proc: u8,
-        events: Events,
-    ) -> String {
+    fn describe_queue_step(&self, transition: &Transition, proc: u8) -> String {
+        let (before, _, after, events) = transition.parts();
         let Proc::Busy(job) = before.procs[proc as usize] else {
             return format!("P{} has nothing to do", proc + 1);
         };
         let who = format!("P{}", proc + 1);
         let request = job.request;
-        let key = self.inbox_key_name(queue, request.key);
+        let key = self.inbox_key_name(request.key);
         let event = self.event_name(request.from);
+        let queue = self.server.config;
         let acked = || -> String {
             let sent = after.network.keys().any(|message| {
                 matches!(message, Message::Response(response)

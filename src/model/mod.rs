@@ -1,17 +1,21 @@
-//! The checked world: clients, a lossy network, server processes, the store and a ghost effect ledger, as a pure
-//! state machine. `World` is the configuration (what the model file said); `State` is one point of the state space
-//! (Clone + Eq + Hash, ordered collections only); `Action` is everything that can happen next, faults included.
+//! The checked worlds: clients, a lossy network, server processes, the store and a ghost effect ledger, as a pure
+//! state machine, with a server role (`Server`) for what a process does with a request: the idempotency-key
+//! handler (`HttpWorld`) or a queue consumer and its broker (`QueueWorld`). `World` is either, as a model file
+//! describes it, made by `WorldBuilder`; `State` is one point of the state space (Clone + Eq + Hash, ordered
+//! collections only) and `Action` everything that can happen next, faults included: both are shared.
 //!
 //! Time is abstract. Everything is asynchronous: any enabled action may happen next, so a process that is not
 //! scheduled is a paused process, and a client may time out while its request is only slow. The one timing
 //! assumption: a client told 409 by a server that has a lease waits out the lease (Retry-After) before retrying.
 
 mod action;
+mod builder;
 mod checked;
 mod config;
 mod describe;
 mod describe_queue;
 mod events;
+mod http;
 mod pack;
 mod properties;
 mod queue;
@@ -19,20 +23,21 @@ mod sorted_map;
 mod state;
 mod step;
 mod symmetry;
+mod world;
 
-pub use action::Action;
-pub use checked::check_property;
-pub use config::{
-    ClientsConfig, DedupKey, Faults, Inbox, KeyScope, KeyStore, OnError, Operation, Producer,
-    ProducerDedup, Provider, QueueConfig, World,
+/// The protocol's knobs, where worlds are configured (they live in `crate::protocol`).
+pub use crate::protocol::{
+    DedupKey, Inbox, KeyScope, KeyStore, OnError, Producer, ProducerDedup, Provider, QueueConfig,
 };
+pub use action::Action;
+pub use builder::{WorldBuilder, WorldError};
+pub use checked::check_property;
+pub use config::{Body, ClientsConfig, Faults, Operation};
 pub use events::{Event, Events};
-pub use pack::{pack, unpack, unpack_into};
 pub use properties::{Property, PropertyKind};
-pub use queue::COPY_DELIVERY_BASE;
-pub use sorted_map::SortedMap;
 pub use state::{
     ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Proc, Record,
     RecordStatus, Request, Response, State, Store,
 };
 pub use symmetry::Relabel;
+pub use world::{Http, HttpWorld, Queue, QueueWorld, Server, Transition, World, WorldOf};

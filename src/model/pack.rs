@@ -8,7 +8,6 @@
 //! (tests/pack.rs checks both on explored states). The only way two distinct states share a fingerprint is
 //! therefore a 64-bit hash collision.
 
-use super::sorted_map::SortedMap;
 use super::state::{
     ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Proc, Record,
     RecordStatus, Request, Response, State, Store,
@@ -209,7 +208,7 @@ impl Writer<'_> {
 }
 
 /// Append the packing of `state` to `out`.
-pub fn pack(state: &State, out: &mut Vec<u8>) {
+pub(crate) fn pack(state: &State, out: &mut Vec<u8>) {
     out.reserve(256);
     let mut out = Writer(out);
     out.count(state.clients.len());
@@ -409,13 +408,14 @@ impl Reader<'_> {
 }
 
 /// The state `pack` wrote into `bytes`.
-pub fn unpack(bytes: &[u8]) -> State {
+#[cfg(test)]
+fn unpack(bytes: &[u8]) -> State {
     let mut state = State {
         clients: SmallVec::new(),
-        network: SortedMap::new(),
+        network: super::sorted_map::SortedMap::new(),
         procs: SmallVec::new(),
         store: Store::default(),
-        first_success: SortedMap::new(),
+        first_success: super::sorted_map::SortedMap::new(),
         budgets: [0; 12],
     };
     unpack_into(bytes, &mut state);
@@ -423,7 +423,7 @@ pub fn unpack(bytes: &[u8]) -> State {
 }
 
 /// `unpack` into an existing state, reusing its buffers (the explorer unpacks every frontier state).
-pub fn unpack_into(bytes: &[u8], state: &mut State) {
+pub(crate) fn unpack_into(bytes: &[u8], state: &mut State) {
     let mut reader = Reader { bytes, at: 0 };
     let clients = reader.byte() as usize;
     state.clients.truncate(clients);
@@ -460,4 +460,76 @@ pub fn unpack_into(bytes: &[u8], state: &mut State) {
     }
     state.budgets = reader.take();
     debug_assert_eq!(reader.at, bytes.len(), "unpack read every byte");
+}
+
+/// The packed form of a state is what the explorer fingerprints and keeps in its frontier, so it must be
+/// injective and exactly invertible. Checked on the states every shipped model reaches (up to a cap per model,
+/// breadth first so that every kind of step is covered early).
+#[cfg(test)]
+mod tests {
+    use super::{pack, unpack, State};
+    use crate::spec::load_model;
+    use std::collections::{HashSet, VecDeque};
+
+    const STATES_PER_MODEL_MAX: usize = 20_000;
+
+    fn reachable_states(path: &std::path::Path) -> Vec<State> {
+        let model = load_model(path).expect("shipped models load");
+        let world = &model.world;
+        let mut seen: HashSet<State> = HashSet::new();
+        let mut order = Vec::new();
+        let mut queue = VecDeque::from([world.init_state()]);
+        let mut actions = Vec::new();
+        while let Some(state) = queue.pop_front() {
+            if order.len() >= STATES_PER_MODEL_MAX {
+                break;
+            }
+            if !seen.insert(state.clone()) {
+                continue;
+            }
+            world.actions(&state, &mut actions);
+            for action in &actions {
+                queue.push_back(world.next_state(&state, action).0);
+            }
+            order.push(state);
+        }
+        order
+    }
+
+    #[test]
+    fn packing_is_injective_and_unpacking_inverts_it() {
+        let models_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+        let mut models: Vec<_> = std::fs::read_dir(models_dir)
+            .expect("models/")
+            .map(|entry| entry.expect("entry").path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+            .collect();
+        models.sort();
+        assert!(models.len() >= 30, "the catalogue is there");
+        let mut total = 0;
+        for path in &models {
+            let states = reachable_states(path);
+            let mut packings = HashSet::new();
+            for state in &states {
+                let mut bytes = Vec::new();
+                pack(state, &mut bytes);
+                assert_eq!(
+                    &unpack(&bytes),
+                    state,
+                    "{}: unpack(pack(s)) != s",
+                    path.display()
+                );
+                packings.insert(bytes);
+            }
+            // `states` are pairwise distinct, so equal counts mean no two of them pack alike.
+            assert_eq!(
+                packings.len(),
+                states.len(),
+                "{}: two states pack alike",
+                path.display()
+            );
+            total += states.len();
+        }
+        assert!(total > 50_000, "enough states were compared: {total}");
+    }
 }

@@ -1,6 +1,5 @@
 //! The properties, by the names users write in model files, and the scenarios a passing model must reach.
 
-use super::config::World;
 use super::events::{Event, Events};
 use super::state::{ClientPhase, Outcome, RecordStatus, State};
 
@@ -104,7 +103,7 @@ impl Property {
     }
 
     /// Whether a quiescent state violates this (liveness) property.
-    pub fn violated_at_rest(self, _world: &World, state: &State) -> bool {
+    pub fn violated_at_rest(self, state: &State) -> bool {
         match self {
             // An in_progress record whose lease ran out is not stuck: the next request for the key takes it over.
             Property::NoStuckKey => state.store.records.values().any(|record| {

@@ -1,27 +1,28 @@
-//! The transition relation: which actions are enabled, and what each one does.
+//! The shared parts' transition relation: which actions are enabled, and what each one does, for clients, the
+//! lossy network, server processes (scheduling, crashes, the provider call, the effect's write, the response)
+//! and the ghost ledger. What a process does at its other handler steps is its server role's (`Server`).
 
 use super::action::Action;
-use super::config::{KeyScope, KeyStore, OnError, Provider, World};
 use super::events::{Event, Events};
 use super::sorted_map::SortedMap;
 use super::state::*;
-use crate::protocol::{self, status, Decision, KeyPolicy, RecordState};
+use super::world::{Server, WorldOf};
+use crate::protocol::{status, Provider};
 use smallvec::smallvec;
 
+// Indexes into `State::budgets` (`Faults::NAMES` order).
 const DROP_REQUESTS: usize = 0;
 const DROP_RESPONSES: usize = 1;
 const DUPLICATE_REQUESTS: usize = 2;
 const DUPLICATE_RESPONSES: usize = 3;
 const CRASHES: usize = 4;
 const PAUSES: usize = 5;
-const EARLY_TIMEOUTS: usize = 6;
+pub(super) const EARLY_TIMEOUTS: usize = 6;
 const HANDLER_ERRORS: usize = 7;
 const KEY_EXPIRIES: usize = 8;
-pub(super) const REPUBLISHES: usize = 9;
-pub(super) const WINDOW_EXPIRIES: usize = 10;
-pub(super) const PRODUCER_RESTARTS: usize = 11;
+// 9, 10, 11: the queue world's own (`queue.rs`).
 
-impl World {
+impl<S: Server> WorldOf<S> {
     pub fn init_state(&self) -> State {
         let clients = (0..self.clients.count)
             .map(|_| ClientState {
@@ -43,24 +44,6 @@ impl World {
             first_success: SortedMap::new(),
             budgets: self.faults.as_array(),
         }
-    }
-
-    /// The key client `client` sends for attempt `attempt` (1-based) of operation `op`.
-    pub fn key_for(&self, client: u8, op: u8, attempt: u8) -> Key {
-        if let Some(queue) = &self.queue {
-            return self.queue_key(queue, client, op, attempt, 0);
-        }
-        let base = self.clients.operations[op as usize].key;
-        let value = match self.clients.key_policy {
-            KeyPolicy::PerOperation => base,
-            // A fresh key per attempt; keys of different attempts never collide.
-            KeyPolicy::PerAttempt => base.wrapping_mul(16).wrapping_add(attempt),
-        };
-        let scope = match self.key_scope {
-            KeyScope::PerClient => client,
-            KeyScope::Global => 0,
-        };
-        Key { scope, value }
     }
 
     /// Every enabled action, in a fixed order: clients, deliveries, process steps, then faults.
@@ -103,6 +86,11 @@ impl World {
                 out.push(Action::Step { proc: index as u8 });
             }
         }
+        self.fault_actions(state, out);
+    }
+
+    /// The enabled faults (and lease expiries), after every other action, into `out`.
+    fn fault_actions(&self, state: &State, out: &mut Vec<Action>) {
         for message in state.network.keys() {
             let (drop_budget, duplicate_budget) = match message {
                 Message::Request(_) => (DROP_REQUESTS, DUPLICATE_REQUESTS),
@@ -141,10 +129,8 @@ impl World {
                 }
             }
         }
-        if let Some(queue) = &self.queue {
-            self.queue_actions(queue, state, out);
-        }
-        if self.protocol.lease.is_some() {
+        S::extra_actions(self, state, out);
+        if self.server.lease().is_some() {
             for (key, record) in &state.store.records {
                 if let RecordStatus::InProgress {
                     token,
@@ -186,7 +172,7 @@ impl World {
         }
         // Retry-After: told 409 by a server with a lease, the client waits until the lease is over (or the record
         // completed). Without a lease the server has nothing to tell, and the client retries at once.
-        if after_conflict && self.protocol.lease.is_some() {
+        if after_conflict && self.server.lease().is_some() {
             let key = self.key_for(client, client_state.op, client_state.attempts + 1);
             if let Some(record) = state.store.records.get(&key) {
                 if matches!(
@@ -233,97 +219,37 @@ impl World {
                 }
             }
             Action::DeliverRequest { request, proc } => {
-                take_message(&mut next.network, &Message::Request(request));
-                let parallel = next.procs.iter().any(|other| match other {
-                    Proc::Busy(job) => job.request.from == request.from,
-                    Proc::Idle => false,
-                });
-                if parallel {
-                    events.add(Event::ParallelRetry);
-                }
-                next.procs[proc as usize] = Proc::Busy(Job {
-                    request,
-                    step: JobStep::Claim,
-                    token: None,
-                });
+                deliver_request(next, request, proc, &mut events)
             }
             Action::DeliverResponse { response } => {
                 take_message(&mut next.network, &Message::Response(response));
                 self.receive(next, response);
             }
             Action::Step { proc } => self.run_step(next, proc, &mut events),
-            Action::Drop { message } => {
-                take_message(&mut next.network, &message);
-                match message {
-                    Message::Request(_) => {
-                        next.budgets[DROP_REQUESTS] -= 1;
-                        events.add(Event::LostRequest);
-                    }
-                    Message::Response(_) => {
-                        next.budgets[DROP_RESPONSES] -= 1;
-                        events.add(Event::LostResponse);
-                    }
-                }
-            }
-            Action::Duplicate { message } => {
-                *next.network.get_or_insert(message, 0) += 1;
-                match message {
-                    Message::Request(_) => {
-                        next.budgets[DUPLICATE_REQUESTS] -= 1;
-                        events.add(Event::DuplicatedRequest);
-                    }
-                    Message::Response(_) => next.budgets[DUPLICATE_RESPONSES] -= 1,
-                }
-            }
+            Action::Drop { message } => drop_message(next, message, &mut events),
+            Action::Duplicate { message } => duplicate_message(next, message, &mut events),
             Action::Crash { proc } => {
                 next.budgets[CRASHES] -= 1;
                 if let Proc::Busy(job) = next.procs[proc as usize] {
                     if job.token.is_some() && !matches!(job.step, JobStep::Respond { .. }) {
                         events.add(Event::CrashAfterClaim);
                     }
-                    if self.queue.is_some() {
-                        self.queue_crash(next, &job, &mut events);
-                    }
+                    S::crashed(self, next, &job, &mut events);
                 }
                 next.procs[proc as usize] = Proc::Idle;
             }
-            Action::Republish {
-                client,
-                late,
-                restarted,
-            } => {
-                if let Some(queue) = &self.queue {
-                    self.republish(queue, next, client, late, restarted, &mut events);
-                }
-            }
+            Action::Republish { .. } => S::apply_extra(self, next, action, &mut events),
             Action::Fail { proc } => {
                 next.budgets[HANDLER_ERRORS] -= 1;
                 events.add(Event::HandlerError);
-                self.fail(next, proc);
+                S::handler_error(self, next, proc);
             }
             Action::ExpireKey { key } => {
                 next.budgets[KEY_EXPIRIES] -= 1;
                 events.add(Event::KeyExpired);
                 next.store.records.remove(&key);
             }
-            Action::ExpireLease { key } => {
-                let alive = match next.store.records.get(&key).map(|record| record.status) {
-                    Some(RecordStatus::InProgress { token, .. }) => next.owner_alive(token),
-                    _ => false,
-                };
-                if alive {
-                    next.budgets[PAUSES] -= 1;
-                    events.add(Event::SlowOwner);
-                }
-                if let Some(record) = next.store.records.get_mut(&key) {
-                    if let RecordStatus::InProgress { token, .. } = record.status {
-                        record.status = RecordStatus::InProgress {
-                            token,
-                            lease_expired: true,
-                        };
-                    }
-                }
-            }
+            Action::ExpireLease { key } => expire_lease(next, key, &mut events),
         }
         events
     }
@@ -372,7 +298,7 @@ impl World {
             return; // a late answer to an attempt the client already abandoned: its connection is gone
         }
         let retry_after =
-            response.code == status::CONFLICT_IN_PROGRESS && self.protocol.lease.is_some();
+            response.code == status::CONFLICT_IN_PROGRESS && self.server.lease().is_some();
         let retries_left = retry_after || client_state.charged < self.clients.max_attempts;
         if status::is_success(response.code) {
             self.finish_op(
@@ -402,219 +328,85 @@ impl World {
         }
     }
 
+    /// Run `proc`'s next handler step: the shared ones here, the rest by the server role.
     fn run_step(&self, state: &mut State, proc: u8, events: &mut Events) {
-        let Proc::Busy(mut job) = state.procs[proc as usize] else {
+        let Proc::Busy(job) = state.procs[proc as usize] else {
             return;
         };
-        if let Some(queue) = &self.queue {
-            if self.run_queue_step(queue, state, proc, job, events) {
-                return;
-            }
-        }
-        let request = job.request;
         match job.step {
-            JobStep::Claim => {
-                let fingerprint = self.fingerprints[request.body as usize];
-                let stored = state.store.records.get(&request.key).copied();
-                let view = stored.map(|record| (record.fingerprint, record_view(&record)));
-                let decision =
-                    protocol::decide(&fingerprint, view.as_ref().map(|(fp, st)| (fp, st)));
-                match decision {
-                    Decision::Execute | Decision::TakeOver => {
-                        if self.uses_select_then_insert() {
-                            job.step = JobStep::Insert;
-                        } else {
-                            if decision == Decision::TakeOver {
-                                events.add(Event::LeaseTakeover);
-                            }
-                            job.token = Some(self.claim(state, &request));
-                            job.step = self.first_work_step();
-                        }
-                        state.procs[proc as usize] = Proc::Busy(job);
-                    }
-                    Decision::Replay((stored_code, payload)) => {
-                        events.add(Event::Replay);
-                        let code = status::replay_status(stored_code);
-                        self.respond(state, proc, &request, code, payload, events);
-                    }
-                    Decision::InProgress => {
-                        events.add(Event::Conflict);
-                        if let Some(Record {
-                            status: RecordStatus::InProgress { token, .. },
-                            ..
-                        }) = stored
-                        {
-                            // With a lease the 409 is honest until the lease runs out (the server cannot tell a
-                            // dead owner from a slow one); without one, a dead owner's 409 never ends.
-                            if !state.owner_alive(token) && !self.protocol.lease.is_some() {
-                                events.add(Event::ConflictWithoutOwner);
-                            }
-                        }
-                        self.respond(
-                            state,
-                            proc,
-                            &request,
-                            status::CONFLICT_IN_PROGRESS,
-                            None,
-                            events,
-                        );
-                    }
-                    Decision::BodyMismatch => {
-                        events.add(Event::BodyMismatch);
-                        if stored.is_some_and(|record| {
-                            self.body_classes[record.body as usize]
-                                == self.body_classes[request.body as usize]
-                        }) {
-                            events.add(Event::MismatchForSameBody);
-                        }
-                        self.respond(
-                            state,
-                            proc,
-                            &request,
-                            status::UNPROCESSABLE_BODY_MISMATCH,
-                            None,
-                            events,
-                        );
-                    }
-                }
-            }
-            JobStep::Insert => {
-                // No unique index: the INSERT goes through whatever happened since our SELECT.
-                let previous = state
-                    .store
-                    .records
-                    .get(&request.key)
-                    .map(|record| record.status);
-                if let Some(RecordStatus::InProgress {
-                    lease_expired: true,
-                    ..
-                }) = previous
-                {
-                    events.add(Event::LeaseTakeover);
-                }
-                job.token = Some(self.claim(state, &request));
-                job.step = self.first_work_step();
-                state.procs[proc as usize] = Proc::Busy(job);
-            }
-            JobStep::Provider => {
-                let already = state.charges_of(request.from) > 0;
-                if already {
-                    events.add(Event::ProviderRetried);
-                }
-                let deduplicated = self.provider == Provider::IdempotentDerivedKey
-                    && state
-                        .store
-                        .provider_charges
-                        .iter()
-                        .any(|(_, key)| *key == request.key);
-                if !deduplicated {
-                    if already {
-                        events.add(Event::DuplicateEffect);
-                    }
-                    state
-                        .store
-                        .provider_charges
-                        .push((request.from, request.key));
-                }
-                job.step = JobStep::Effect;
-                state.procs[proc as usize] = Proc::Busy(job);
-            }
-            JobStep::CompleteKv { payload } => {
-                let record_token = match state
-                    .store
-                    .records
-                    .get(&request.key)
-                    .map(|record| record.status)
-                {
-                    Some(RecordStatus::InProgress { token, .. }) => Some(token),
-                    _ => None,
-                };
-                let my_token = job.token.expect("a job completing holds a claim");
-                if protocol::may_complete(self.protocol.fencing, &my_token, record_token.as_ref()) {
-                    let fingerprint = self.fingerprints[request.body as usize];
-                    let completed = RecordStatus::Completed {
-                        code: status::CREATED,
-                        payload,
-                    };
-                    let record = Record {
-                        fingerprint,
-                        body: request.body,
-                        op: request.from,
-                        status: completed,
-                    };
-                    state.store.records.insert(request.key, record);
-                } else {
-                    // Fencing guards the key store, but the payment is already committed in the database.
-                    events.add(Event::FencedCompletion);
-                }
-                job.step = JobStep::Respond {
-                    code: status::CREATED,
-                    payload,
-                };
-                state.procs[proc as usize] = Proc::Busy(job);
-            }
+            JobStep::Provider => self.call_provider(state, proc, job, events),
             JobStep::Effect => {
-                job.step = JobStep::Commit;
-                state.procs[proc as usize] = Proc::Busy(job);
-            }
-            JobStep::Commit => {
-                let record_token = match state
-                    .store
-                    .records
-                    .get(&request.key)
-                    .map(|record| record.status)
-                {
-                    Some(RecordStatus::InProgress { token, .. }) => Some(token),
-                    _ => None,
+                // The effect's transaction is open and holds the payment row, uncommitted.
+                let job = Job {
+                    step: JobStep::Commit,
+                    ..job
                 };
-                let my_token = job.token.expect("a job at Commit holds a claim");
-                if self.key_store == KeyStore::SeparateKv {
-                    // The database knows nothing of the key: it commits the payment alone.
-                    if state.effects_of(request.from) > 0 {
-                        events.add(Event::DuplicateEffect);
-                    }
-                    state.store.payments.push(request.from);
-                    let payload = Some(state.store.payments.len() as u8);
-                    job.step = JobStep::CompleteKv { payload };
-                } else if protocol::may_complete(
-                    self.protocol.fencing,
-                    &my_token,
-                    record_token.as_ref(),
-                ) {
-                    if state.effects_of(request.from) > 0 {
-                        events.add(Event::DuplicateEffect);
-                    }
-                    state.store.payments.push(request.from);
-                    let payload = Some(state.store.payments.len() as u8);
-                    let fingerprint = self.fingerprints[request.body as usize];
-                    state.store.records.insert(
-                        request.key,
-                        Record {
-                            fingerprint,
-                            body: request.body,
-                            op: request.from,
-                            status: RecordStatus::Completed {
-                                code: status::CREATED,
-                                payload,
-                            },
-                        },
-                    );
-                    job.step = JobStep::Respond {
-                        code: status::CREATED,
-                        payload,
-                    };
-                } else {
-                    // The claim was taken over: the transaction rolls back and the handler starts again.
-                    events.add(Event::FencedCompletion);
-                    job.token = None;
-                    job.step = JobStep::Claim;
-                }
                 state.procs[proc as usize] = Proc::Busy(job);
             }
             JobStep::Respond { code, payload } => {
-                self.respond(state, proc, &request, code, payload, events)
+                self.respond(state, proc, &job.request, code, payload, events)
             }
+            _ => S::handler_step(self, state, proc, job, events),
         }
+    }
+
+    /// The external provider call: it charges unless it recognises a derived key it has seen.
+    fn call_provider(&self, state: &mut State, proc: u8, mut job: Job, events: &mut Events) {
+        let request = job.request;
+        let already = state.charges_of(request.from) > 0;
+        if already {
+            events.add(Event::ProviderRetried);
+        }
+        let deduplicated = self.provider == Provider::IdempotentDerivedKey
+            && state
+                .store
+                .provider_charges
+                .iter()
+                .any(|(_, key)| *key == request.key);
+        if !deduplicated {
+            if already {
+                events.add(Event::DuplicateEffect);
+            }
+            state
+                .store
+                .provider_charges
+                .push((request.from, request.key));
+        }
+        job.step = JobStep::Effect;
+        state.procs[proc as usize] = Proc::Busy(job);
+    }
+
+    /// Commit the effect (a payment row) for `op`, noting a second one; the new payment's id.
+    pub(super) fn commit_effect(
+        &self,
+        state: &mut State,
+        op: OpRef,
+        events: &mut Events,
+    ) -> Option<u8> {
+        if state.effects_of(op) > 0 {
+            events.add(Event::DuplicateEffect);
+        }
+        state.store.payments.push(op);
+        Some(state.store.payments.len() as u8)
+    }
+
+    /// Write `request`'s record as completed with 201 and `payload` (an idempotency record, an inbox row).
+    pub(super) fn complete_record(
+        &self,
+        state: &mut State,
+        request: &Request,
+        payload: Option<u8>,
+    ) {
+        let record = Record {
+            fingerprint: self.fingerprints[request.body as usize],
+            body: request.body,
+            op: request.from,
+            status: RecordStatus::Completed {
+                code: status::CREATED,
+                payload,
+            },
+        };
+        state.store.records.insert(request.key, record);
     }
 
     /// The step after a successful claim.
@@ -623,57 +415,6 @@ impl World {
             Provider::None => JobStep::Effect,
             _ => JobStep::Provider,
         }
-    }
-
-    /// The handler raised: the open transaction rolls back, `on-error` decides the key's fate, the client gets 500.
-    fn fail(&self, state: &mut State, proc: u8) {
-        let Proc::Busy(mut job) = state.procs[proc as usize] else {
-            return;
-        };
-        let key = job.request.key;
-        let mine = matches!(
-            state.store.records.get(&key).map(|record| record.status),
-            Some(RecordStatus::InProgress { token, .. }) if Some(token) == job.token
-        );
-        if mine {
-            match self.on_error {
-                OnError::StoreResponse => {
-                    if let Some(record) = state.store.records.get_mut(&key) {
-                        record.status = RecordStatus::Completed {
-                            code: status::INTERNAL_ERROR,
-                            payload: None,
-                        };
-                    }
-                }
-                OnError::DeleteKey => {
-                    state.store.records.remove(&key);
-                }
-                OnError::KeepInProgress => {}
-            }
-        }
-        job.token = None;
-        job.step = JobStep::Respond {
-            code: status::INTERNAL_ERROR,
-            payload: None,
-        };
-        state.procs[proc as usize] = Proc::Busy(job);
-    }
-
-    /// Write an in_progress record owned by a fresh token (the claim), and return the token.
-    fn claim(&self, state: &mut State, request: &Request) -> u8 {
-        let token = state.store.next_token;
-        state.store.next_token += 1;
-        let record = Record {
-            fingerprint: self.fingerprints[request.body as usize],
-            body: request.body,
-            op: request.from,
-            status: RecordStatus::InProgress {
-                token,
-                lease_expired: false,
-            },
-        };
-        state.store.records.insert(request.key, record);
-        token
     }
 
     /// Send a response, check it against the ghost ledger, and free the process.
@@ -740,6 +481,68 @@ fn attempt_alive(state: &State, client: u8) -> bool {
     in_network || in_server
 }
 
+/// The network hands `request` to idle process `proc`, which starts its handler.
+fn deliver_request(state: &mut State, request: Request, proc: u8, events: &mut Events) {
+    take_message(&mut state.network, &Message::Request(request));
+    let parallel = state.procs.iter().any(|other| match other {
+        Proc::Busy(job) => job.request.from == request.from,
+        Proc::Idle => false,
+    });
+    if parallel {
+        events.add(Event::ParallelRetry);
+    }
+    state.procs[proc as usize] = Proc::Busy(Job {
+        request,
+        step: JobStep::Claim,
+        token: None,
+    });
+}
+
+fn drop_message(state: &mut State, message: Message, events: &mut Events) {
+    take_message(&mut state.network, &message);
+    match message {
+        Message::Request(_) => {
+            state.budgets[DROP_REQUESTS] -= 1;
+            events.add(Event::LostRequest);
+        }
+        Message::Response(_) => {
+            state.budgets[DROP_RESPONSES] -= 1;
+            events.add(Event::LostResponse);
+        }
+    }
+}
+
+fn duplicate_message(state: &mut State, message: Message, events: &mut Events) {
+    *state.network.get_or_insert(message, 0) += 1;
+    match message {
+        Message::Request(_) => {
+            state.budgets[DUPLICATE_REQUESTS] -= 1;
+            events.add(Event::DuplicatedRequest);
+        }
+        Message::Response(_) => state.budgets[DUPLICATE_RESPONSES] -= 1,
+    }
+}
+
+/// The lease on `key` runs out: a pause (a fault) when its owner is alive, otherwise just time.
+fn expire_lease(state: &mut State, key: Key, events: &mut Events) {
+    let alive = match state.store.records.get(&key).map(|record| record.status) {
+        Some(RecordStatus::InProgress { token, .. }) => state.owner_alive(token),
+        _ => false,
+    };
+    if alive {
+        state.budgets[PAUSES] -= 1;
+        events.add(Event::SlowOwner);
+    }
+    if let Some(record) = state.store.records.get_mut(&key) {
+        if let RecordStatus::InProgress { token, .. } = record.status {
+            record.status = RecordStatus::InProgress {
+                token,
+                lease_expired: true,
+            };
+        }
+    }
+}
+
 /// Whether `attempt` of `op` is the one its client is waiting for.
 fn is_current_attempt(state: &State, op: OpRef, attempt: u8) -> bool {
     let client = &state.clients[op.client as usize];
@@ -751,15 +554,6 @@ fn is_current_attempt(state: &State, op: OpRef, attempt: u8) -> bool {
 /// fewer states.
 fn purge_abandoned(state: &mut State, client: u8) {
     state.network.retain(|message, _| !matches!(message, Message::Response(response) if response.to.client == client));
-}
-
-fn record_view(record: &Record) -> RecordState<(u16, Option<u8>)> {
-    match record.status {
-        RecordStatus::InProgress { lease_expired, .. } => RecordState::InProgress { lease_expired },
-        RecordStatus::Completed { code, payload } => RecordState::Completed {
-            response: (code, payload),
-        },
-    }
 }
 
 fn take_message(network: &mut SortedMap<Message, u8, 8>, message: &Message) {

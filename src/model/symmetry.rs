@@ -8,9 +8,10 @@
 //! (`Relabel::action_back`), so traces replay on the unreduced model.
 
 use super::action::Action;
-use super::config::{KeyScope, World};
 use super::sorted_map::SortedMap;
 use super::state::*;
+use super::world::{Server, WorldOf};
+use crate::protocol::KeyScope;
 use smallvec::SmallVec;
 use std::hash::{Hash, Hasher};
 
@@ -51,12 +52,12 @@ impl Relabel {
     }
 
     /// The action, given in relabelled terms, in the original labels.
-    pub fn action_back(&self, world: &World, action: &Action) -> Action {
+    pub fn action_back(&self, scope: KeyScope, action: &Action) -> Action {
         let back = Relabel {
             client: Self::inverse(&self.client),
             proc: Self::inverse(&self.proc),
         };
-        back.action(world, action)
+        back.action(scope, action)
     }
 
     /// Exchange the labels of original processes `a` and `b` (for two idle processes: an automorphism).
@@ -75,8 +76,8 @@ impl Relabel {
         }
     }
 
-    fn key(&self, world: &World, key: Key) -> Key {
-        match world.key_scope {
+    fn key(&self, scope: KeyScope, key: Key) -> Key {
+        match scope {
             KeyScope::PerClient => Key {
                 scope: self.client(key.scope),
                 value: key.value,
@@ -85,17 +86,17 @@ impl Relabel {
         }
     }
 
-    fn request(&self, world: &World, request: Request) -> Request {
+    fn request(&self, scope: KeyScope, request: Request) -> Request {
         Request {
             from: self.op(request.from),
-            key: self.key(world, request.key),
+            key: self.key(scope, request.key),
             ..request
         }
     }
 
-    fn message(&self, world: &World, message: Message) -> Message {
+    fn message(&self, scope: KeyScope, message: Message) -> Message {
         match message {
-            Message::Request(request) => Message::Request(self.request(world, request)),
+            Message::Request(request) => Message::Request(self.request(scope, request)),
             Message::Response(response) => Message::Response(Response {
                 to: self.op(response.to),
                 ..response
@@ -103,7 +104,7 @@ impl Relabel {
         }
     }
 
-    fn action(&self, world: &World, action: &Action) -> Action {
+    fn action(&self, scope: KeyScope, action: &Action) -> Action {
         match *action {
             Action::Send { client } => Action::Send {
                 client: self.client(client),
@@ -112,7 +113,7 @@ impl Relabel {
                 client: self.client(client),
             },
             Action::DeliverRequest { request, proc } => Action::DeliverRequest {
-                request: self.request(world, request),
+                request: self.request(scope, request),
                 proc: self.proc[proc as usize],
             },
             Action::DeliverResponse { response } => Action::DeliverResponse {
@@ -125,10 +126,10 @@ impl Relabel {
                 proc: self.proc[proc as usize],
             },
             Action::Drop { message } => Action::Drop {
-                message: self.message(world, message),
+                message: self.message(scope, message),
             },
             Action::Duplicate { message } => Action::Duplicate {
-                message: self.message(world, message),
+                message: self.message(scope, message),
             },
             Action::Crash { proc } => Action::Crash {
                 proc: self.proc[proc as usize],
@@ -137,10 +138,10 @@ impl Relabel {
                 proc: self.proc[proc as usize],
             },
             Action::ExpireKey { key } => Action::ExpireKey {
-                key: self.key(world, key),
+                key: self.key(scope, key),
             },
             Action::ExpireLease { key } => Action::ExpireLease {
-                key: self.key(world, key),
+                key: self.key(scope, key),
             },
             Action::Republish {
                 client,
@@ -154,7 +155,7 @@ impl Relabel {
         }
     }
 
-    fn state(&self, world: &World, state: &State) -> State {
+    fn state(&self, scope: KeyScope, state: &State) -> State {
         let mut clients = state.clients.clone();
         for (old, client) in state.clients.iter().enumerate() {
             clients[self.client(old as u8) as usize] = client.clone();
@@ -163,7 +164,7 @@ impl Relabel {
         for (old, proc) in state.procs.iter().enumerate() {
             procs[self.proc[old] as usize] = match *proc {
                 Proc::Busy(job) => Proc::Busy(Job {
-                    request: self.request(world, job.request),
+                    request: self.request(scope, job.request),
                     ..job
                 }),
                 Proc::Idle => Proc::Idle,
@@ -171,12 +172,12 @@ impl Relabel {
         }
         let mut network = SortedMap::new();
         for (message, count) in &state.network {
-            network.insert(self.message(world, *message), *count);
+            network.insert(self.message(scope, *message), *count);
         }
         let mut records = SortedMap::new();
         for (key, record) in &state.store.records {
             records.insert(
-                self.key(world, *key),
+                self.key(scope, *key),
                 Record {
                     op: self.op(record.op),
                     ..*record
@@ -199,7 +200,7 @@ impl Relabel {
                     .store
                     .provider_charges
                     .iter()
-                    .map(|(op, key)| (self.op(*op), self.key(world, *key)))
+                    .map(|(op, key)| (self.op(*op), self.key(scope, *key)))
                     .collect(),
             },
             first_success,
@@ -210,7 +211,7 @@ impl Relabel {
 
 /// A client's view of the state with its own identity erased: clients with equal signatures are ordered by
 /// their original index (any order is sound; equal views are where the merging happens).
-fn client_signature(world: &World, state: &State, client: u8) -> u64 {
+fn client_signature(scope: KeyScope, state: &State, client: u8) -> u64 {
     let mut hasher = twox_hash::XxHash64::with_seed(1);
     state.clients[client as usize].hash(&mut hasher);
     let blank = |op: OpRef| op.client == client;
@@ -221,7 +222,7 @@ fn client_signature(world: &World, state: &State, client: u8) -> u64 {
             Message::Response(response) => blank(response.to),
         };
         if mine {
-            messages.push((erase_message(world, *message), *count));
+            messages.push((erase_message(scope, *message), *count));
         }
     }
     messages.sort();
@@ -231,7 +232,7 @@ fn client_signature(world: &World, state: &State, client: u8) -> u64 {
         if let Proc::Busy(job) = proc {
             if blank(job.request.from) {
                 jobs.push(Job {
-                    request: erase_request(world, job.request),
+                    request: erase_request(scope, job.request),
                     ..*job
                 });
             }
@@ -240,7 +241,7 @@ fn client_signature(world: &World, state: &State, client: u8) -> u64 {
     jobs.sort();
     jobs.hash(&mut hasher);
     for (key, record) in &state.store.records {
-        if blank(record.op) || (world.key_scope == KeyScope::PerClient && key.scope == client) {
+        if blank(record.op) || (scope == KeyScope::PerClient && key.scope == client) {
             (
                 key.value,
                 record.fingerprint,
@@ -269,8 +270,8 @@ fn client_signature(world: &World, state: &State, client: u8) -> u64 {
     hasher.finish()
 }
 
-fn erase_request(world: &World, request: Request) -> Request {
-    let key = match world.key_scope {
+fn erase_request(scope: KeyScope, request: Request) -> Request {
+    let key = match scope {
         KeyScope::PerClient => Key {
             scope: u8::MAX,
             value: request.key.value,
@@ -287,9 +288,9 @@ fn erase_request(world: &World, request: Request) -> Request {
     }
 }
 
-fn erase_message(world: &World, message: Message) -> Message {
+fn erase_message(scope: KeyScope, message: Message) -> Message {
     match message {
-        Message::Request(request) => Message::Request(erase_request(world, request)),
+        Message::Request(request) => Message::Request(erase_request(scope, request)),
         Message::Response(response) => Message::Response(Response {
             to: OpRef {
                 client: u8::MAX,
@@ -300,12 +301,13 @@ fn erase_message(world: &World, message: Message) -> Message {
     }
 }
 
-impl World {
+impl<S: Server> WorldOf<S> {
     /// The canonical representative of `state` under client and process symmetry, and the relabelling used.
     pub fn canonicalize(&self, state: &State) -> (State, Relabel) {
+        let scope = self.server.key_scope();
         let clients = state.clients.len();
         let mut client_order: SmallVec<[(u64, u8); 8]> = (0..clients as u8)
-            .map(|client| (client_signature(self, state, client), client))
+            .map(|client| (client_signature(scope, state, client), client))
             .collect();
         client_order.sort();
         let mut client: SmallVec<[u8; 8]> = SmallVec::from_elem(0, clients);
@@ -317,7 +319,7 @@ impl World {
             client,
             proc: identity_procs,
         };
-        let relabelled = relabel_clients.state(self, state);
+        let relabelled = relabel_clients.state(scope, state);
         // Processes hold no identity anywhere else: sorting them is the whole relabelling.
         let mut proc_order: SmallVec<[(Proc, u8); 8]> = relabelled
             .procs

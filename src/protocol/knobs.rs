@@ -70,3 +70,47 @@ impl ProtocolConfig {
         fingerprint: FingerprintPolicy::Normalized,
     };
 }
+
+/// Where the uniqueness of a key is scoped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyScope {
+    /// Primary key (client, key): the article's design.
+    PerClient,
+    /// Primary key (key) alone (DOMAIN.md mistake 3): two clients that pick the same key share a record.
+    Global,
+}
+
+/// Where the idempotency records live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyStore {
+    /// In the same database as the effect: the payment and the completion commit in one transaction.
+    SameDatabase,
+    /// In a separate key-value store (Redis-like): the claim is an atomic SET NX, but the completion is a second
+    /// write after the database commit, which a crash can split from it.
+    SeparateKv,
+}
+
+/// A call to an external provider (a payment processor) inside the operation, which no database rolls back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Provider {
+    None,
+    /// Every call charges.
+    NotIdempotent,
+    /// The call carries a key derived from the incoming one; the provider charges once per key.
+    IdempotentDerivedKey,
+}
+
+/// What the handler does with the key when it fails (a downstream timeout, an exception).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnError {
+    /// Store the 500 as the key's final response (DOMAIN.md mistake 4; Stripe stores 5xx too).
+    StoreResponse,
+    /// Delete the key so a retry executes afresh (AWS Lambda Powertools).
+    DeleteKey,
+    /// Leave the record in_progress (only a lease frees it).
+    KeepInProgress,
+}

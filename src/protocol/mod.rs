@@ -1,17 +1,23 @@
 //! The idempotency-key protocol as pure logic, written once.
 //!
 //! Everything that decides what a server does with a request lives here: the body fingerprint, the decision given
-//! the stored record, the lease and fencing rules, and the client's key policy. The model checker (`crate::model`),
-//! the real stores (`crate::real`) and the docs all call these functions; none of them re-implements a decision.
+//! the stored record, the lease and fencing rules, the client's key policy, every protocol knob, and the queue
+//! dedup rules (`queue`). The model checker (`crate::model`), the real stores (`crate::real`), the experiments
+//! and the docs all call these functions; none of them re-implements a decision.
 //! No I/O, no threads, no clock: time is passed in.
 
 mod decision;
 mod fingerprint;
 mod knobs;
+pub mod queue;
 
 pub use decision::{decide, may_complete, Decision, RecordState};
 pub use fingerprint::{canonical_json, fingerprint, Fingerprint};
-pub use knobs::{Claim, FingerprintPolicy, KeyPolicy, Lease, ProtocolConfig};
+pub use knobs::{
+    Claim, FingerprintPolicy, KeyPolicy, KeyScope, KeyStore, Lease, OnError, ProtocolConfig,
+    Provider,
+};
+pub use queue::{DedupKey, Inbox, Producer, ProducerDedup, QueueConfig};
 
 /// HTTP status codes the protocol answers with.
 pub mod status {

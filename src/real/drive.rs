@@ -20,7 +20,9 @@
 //! answer must equal the model's (status and payment id), and every handler must be at the model's step.
 
 use super::{ClaimToken, Claimed, Completion, KeyStore, Reply, Request, StoreError, StoreFlow};
-use crate::model::{Action, Event, JobStep, Key, OpRef, Proc, Record, RecordStatus, State, World};
+use crate::model::{
+    Action, Event, HttpWorld, JobStep, Key, OpRef, Proc, Record, RecordStatus, State, World,
+};
 use crate::protocol::{status, Lease};
 use std::collections::BTreeMap;
 
@@ -79,22 +81,23 @@ pub struct DriveReport {
 /// database as the effect and make no external provider call.
 pub fn unsupported(world: &World) -> Option<String> {
     use crate::model::{KeyStore as ModelKeyStore, Provider};
-    if world.queue.is_some() {
+    let Some(world) = world.http() else {
         return Some("a message-queue world (broker and consumer inbox)".to_string());
+    };
+    let key_store = world.server().key_store();
+    if key_store != ModelKeyStore::SameDatabase {
+        return Some(format!("key store {key_store:?}"));
     }
-    if world.key_store != ModelKeyStore::SameDatabase {
-        return Some(format!("key store {:?}", world.key_store));
-    }
-    if world.provider != Provider::None {
-        return Some(format!("provider {:?}", world.provider));
+    if world.provider() != Provider::None {
+        return Some(format!("provider {:?}", world.provider()));
     }
     None
 }
 
 /// The real request for a model request: the store sees scope and key value as `client_id` and `key`, and the
 /// body as the model file wrote it (so raw and normalised fingerprints match the model's).
-pub fn real_request(world: &World, request: &crate::model::Request) -> Request {
-    let text = &world.bodies[request.body as usize];
+pub fn real_request(world: &HttpWorld, request: &crate::model::Request) -> Request {
+    let text = world.body_text(request.body);
     let body = serde_json::from_str(text).unwrap_or(serde_json::Value::Null);
     let (client_id, key) = real_key(&request.key);
     Request {
@@ -107,7 +110,7 @@ pub fn real_request(world: &World, request: &crate::model::Request) -> Request {
 
 /// Drives one model world and one real store in lockstep.
 pub struct Driver<'a> {
-    world: &'a World,
+    world: &'a HttpWorld,
     /// `stores[p]` is process p's handle on the store: one connection each (SQLite), or one shared store.
     stores: Vec<&'a dyn KeyStore>,
     state: State,
@@ -121,17 +124,17 @@ pub struct Driver<'a> {
 
 impl<'a> Driver<'a> {
     /// `stores` must hold one handle per server process of `world`, all on one fresh store.
-    pub fn new(world: &'a World, stores: Vec<&'a dyn KeyStore>) -> Driver<'a> {
+    pub fn new(world: &'a HttpWorld, stores: Vec<&'a dyn KeyStore>) -> Driver<'a> {
         assert_eq!(
             stores.len(),
-            world.processes as usize,
+            world.processes() as usize,
             "one store handle per process"
         );
         Driver {
             world,
             stores,
             state: world.init_state(),
-            handlers: vec![None; world.processes as usize],
+            handlers: vec![None; world.processes() as usize],
             key_clock_ms: BTreeMap::new(),
             ledger: BTreeMap::new(),
             report: DriveReport::default(),
@@ -218,7 +221,7 @@ impl<'a> Driver<'a> {
                 }
             }
             Action::ExpireLease { key } => {
-                let lease_ms = match self.world.protocol.lease {
+                let lease_ms = match self.world.server().protocol().lease {
                     Lease::Ms(lease_ms) => lease_ms,
                     Lease::None => return Err(diverged("a lease expired without a lease".into())),
                 };
@@ -236,12 +239,12 @@ impl<'a> Driver<'a> {
                 };
                 let store = self.stores[proc as usize];
                 let reply = store
-                    .fail(&handler.request, token, self.world.on_error)
+                    .fail(&handler.request, token, self.world.server().on_error())
                     .map_err(store_error)?;
                 handler.phase = Phase::Respond(reply);
                 format!(
                     "process {proc}: handler fails (500), on-error {:?}",
-                    self.world.on_error
+                    self.world.server().on_error()
                 )
             }
             Action::ExpireKey { key } => {

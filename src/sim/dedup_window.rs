@@ -14,6 +14,7 @@
 //! run, `run_rng(seed, stream)`, so a cell's estimate depends only on the seed.
 
 use super::kernel::run_rng;
+use crate::protocol::queue::{self, DedupKey, Inbox, OnDelivery, ProducerDedup};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -150,51 +151,67 @@ impl Cell {
     }
 }
 
+impl Place {
+    /// The queue knobs this place stands for: a broker's producer dedup, or a consumer inbox (placement and
+    /// key). The rules that give them meaning are `protocol::queue`'s, shared with the queue model.
+    fn knobs(self) -> (ProducerDedup, Inbox, DedupKey) {
+        match self {
+            Place::None => (ProducerDedup::None, Inbox::None, DedupKey::EventId),
+            Place::BrokerWindow => (ProducerDedup::Window, Inbox::None, DedupKey::EventId),
+            Place::BrokerSession => (ProducerDedup::Session, Inbox::None, DedupKey::EventId),
+            Place::InboxOffset => (
+                ProducerDedup::None,
+                Inbox::SameTransaction,
+                DedupKey::Offset,
+            ),
+            Place::InboxAfterEffect => (ProducerDedup::None, Inbox::AfterEffect, DedupKey::EventId),
+            Place::InboxSameTransaction => (
+                ProducerDedup::None,
+                Inbox::SameTransaction,
+                DedupKey::EventId,
+            ),
+        }
+    }
+}
+
 /// Whether the broker forwards the republished copy as a new message.
 fn broker_forwards(place: Place, cause: Cause, delay_ms: f64, window_ms: f64) -> bool {
-    match place {
-        // Keyed by message id, whoever sends it: only time lets a copy through.
-        Place::BrokerWindow => delay_ms > window_ms,
-        // Keyed by (producer id, sequence), however late: only a new producer id lets a copy through.
-        Place::BrokerSession => cause == Cause::Restart,
-        _ => true,
-    }
+    let (producer_dedup, _, _) = place.knobs();
+    queue::broker_accepts(
+        producer_dedup,
+        delay_ms > window_ms,
+        cause == Cause::Restart,
+    )
 }
 
 /// What the consumer's database holds for the event.
 #[derive(Default)]
 struct Consumer {
     effects: u32,
-    /// Inbox rows (keys: an offset, or the event id).
-    rows: Vec<u32>,
+    /// Inbox rows (their keys).
+    rows: Vec<u8>,
 }
 
-/// The inbox key for the event id (offsets are small numbers).
-const EVENT_ID: u32 = u32::MAX;
+/// The one event's id (any will do: only equality of inbox keys matters).
+const EVENT_ID: u8 = 1;
 
-/// Handle one broker message (`offset`) until it is acked or its receives run out.
+/// Handle one broker message (`copy` 0: the original, 1: the republished copy) until it is acked or its
+/// receives run out.
 fn handle_message(
     place: Place,
-    offset: u32,
+    copy: u8,
     config: &Config,
     consumer: &mut Consumer,
     rng: &mut ChaCha8Rng,
 ) {
-    let key = match place {
-        Place::InboxOffset => Some(offset),
-        Place::InboxAfterEffect | Place::InboxSameTransaction => Some(EVENT_ID),
-        _ => None,
-    };
-    // The handler's commits in order: the effect (with the inbox row when they share a transaction), then, for
-    // an inbox after the effect, the row alone.
-    let commits: usize = if place == Place::InboxAfterEffect {
-        2
-    } else {
-        1
-    };
+    let (_, inbox, dedup_key) = place.knobs();
+    // Every key this experiment uses is the same across the deliveries of one message.
+    let key = queue::inbox_key(dedup_key, EVENT_ID, 1, copy);
+    let commits = inbox.commits();
     for _ in 0..config.max_receives {
-        if key.is_some_and(|key| consumer.rows.contains(&key)) {
-            // Already processed: ack without processing (a lost ack only means one more such delivery).
+        let row_found = consumer.rows.contains(&key);
+        if queue::on_delivery(inbox, row_found) == OnDelivery::AckWithoutProcessing {
+            // A lost ack only means one more such delivery.
             if rng.random::<f64>() >= config.ack_loss_probability {
                 return;
             }
@@ -202,20 +219,16 @@ fn handle_message(
         }
         // A crash stops the handler at a uniformly chosen boundary: before any commit, between, or before the ack.
         let crashed_after = if rng.random::<f64>() < config.crash_probability {
-            Some(rng.random_range(0..=commits))
+            Some(rng.random_range(0..=commits.len()))
         } else {
             None
         };
-        let done = crashed_after.unwrap_or(commits);
-        for commit in 0..done {
-            if commit == 0 {
-                consumer.effects += 1;
-            }
-            let writes_row = match place {
-                Place::InboxAfterEffect => commit == 1,
-                _ => commit == 0,
-            };
-            if let (Some(key), true) = (key, writes_row) {
+        let done = crashed_after.unwrap_or(commits.len());
+        for commit in &commits[..done] {
+            // Messages are handled one after the other, so no other consumer's row can refuse a commit here.
+            assert!(!commit.refused(consumer.rows.contains(&key)));
+            consumer.effects += u32::from(commit.effect);
+            if commit.inbox_row {
                 consumer.rows.push(key);
             }
         }

@@ -10,9 +10,9 @@ pub use trace::{new_trace, parse_trace, replay, ReplayOutcome, WorldTrace};
 
 use crate::check::Verdict;
 use crate::model::{
-    ClientsConfig, Event, Operation, Property, Provider, QueueConfig, World, COPY_DELIVERY_BASE,
+    Body, ClientsConfig, Event, Operation, Property, Provider, QueueConfig, World, WorldError,
 };
-use crate::protocol::{self, KeyPolicy, Lease, ProtocolConfig};
+use crate::protocol::{self, Lease, ProtocolConfig};
 use raw::{RawModel, RawOperation};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -204,18 +204,19 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
             "at most 8 operations per client",
         ));
     }
-    let mut bodies: Vec<String> = Vec::new();
-    let mut body_values: Vec<serde_json::Value> = Vec::new();
+    let mut bodies: Vec<Body> = Vec::new();
     let mut operations = Vec::new();
     for (index, operation) in raw.clients.operations.iter().enumerate() {
         let field = format!("clients.operations[{}]", index + 1);
         let (raw_text, value) =
             operation_body(operation).map_err(|(at, message)| fail(at, &field, &message))?;
-        let body = match bodies.iter().position(|seen| *seen == raw_text) {
+        let body = match bodies.iter().position(|seen| seen.text == raw_text) {
             Some(found) => found,
             None => {
-                bodies.push(raw_text);
-                body_values.push(value);
+                bodies.push(Body {
+                    text: raw_text,
+                    json: value,
+                });
                 bodies.len() - 1
             }
         };
@@ -240,53 +241,37 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
             key,
         });
     }
-    let prints: Vec<protocol::Fingerprint> = bodies
-        .iter()
-        .zip(&body_values)
-        .map(|(raw_text, value)| {
-            protocol::fingerprint(protocol_config.fingerprint, raw_text.as_bytes(), value)
-        })
-        .collect();
-    let canonical: Vec<String> = body_values.iter().map(protocol::canonical_json).collect();
-    let body_classes = canonical
-        .iter()
-        .map(|text| canonical.iter().position(|seen| seen == text).unwrap_or(0) as u8)
-        .collect();
-
     let processes = positive(&raw.servers.processes, "servers.processes", 4)
         .map_err(|(at, field, message)| fail(at, field, &message))?;
 
-    let queue = queue_config(&raw, max_attempts).map_err(|(at, field, message)| {
-        at.map_or_else(
-            || SpecError::whole_file(file, field, &message),
-            |at| fail(at, field, &message),
-        )
-    })?;
+    let queue = queue_config(&raw).map_err(|(at, field, message)| fail(at, field, &message))?;
     let provider = match (&raw.consumer, queue) {
         (Some(consumer), _) => consumer.get_ref().external_effect,
         (None, Some(_)) => Provider::None,
         (None, None) => raw_protocol.provider,
     };
 
-    let world = World {
-        protocol: protocol_config,
-        key_scope: raw_protocol.key_scope,
-        key_store: raw_protocol.key_store,
-        provider,
-        on_error: raw_protocol.on_error,
-        clients: ClientsConfig {
+    let mut builder = World::builder()
+        .protocol(protocol_config)
+        .key_scope(raw_protocol.key_scope)
+        .key_store(raw_protocol.key_store)
+        .on_error(raw_protocol.on_error)
+        .provider(provider)
+        .clients(ClientsConfig {
             count,
             max_attempts,
             key_policy: raw.clients.key_policy,
             operations,
-        },
-        processes,
-        faults: raw.faults,
-        queue,
-        bodies,
-        fingerprints: World::intern_fingerprints(&prints),
-        body_classes,
-    };
+        })
+        .processes(processes)
+        .faults(raw.faults)
+        .bodies(bodies);
+    if let Some(queue) = queue {
+        builder = builder.queue(queue);
+    }
+    let world = builder
+        .build()
+        .map_err(|error| world_error(file, text, &raw, error))?;
 
     // Expectations.
     let mut expected = BTreeMap::new();
@@ -339,29 +324,29 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
     })
 }
 
-/// A validation failure: where (when known), the field, the message.
-type Invalid = (Option<usize>, &'static str, String);
+/// A world the builder refused, located in the file when the field has one place there.
+fn world_error(file: &str, text: &str, raw: &RawModel, error: WorldError) -> SpecError {
+    let at = match error.field {
+        "clients.max-attempts" => Some(raw.clients.max_attempts.span().start),
+        "clients.count" => Some(raw.clients.count.span().start),
+        "servers.processes" => Some(raw.servers.processes.span().start),
+        _ => None,
+    };
+    match at {
+        Some(at) => SpecError::at(file, text, at, error.field, &error.message),
+        None => SpecError::whole_file(file, error.field, &error.message),
+    }
+}
 
-/// The queue knobs, validated against the rest of the file; `None` without a `[broker]` table.
-fn queue_config(raw: &RawModel, max_attempts: u8) -> Result<Option<QueueConfig>, Invalid> {
-    let queue_faults = [
-        ("faults.republishes", raw.faults.republishes),
-        ("faults.window-expiries", raw.faults.window_expiries),
-        ("faults.producer-restarts", raw.faults.producer_restarts),
-    ];
+/// The queue knobs (checked against the rest of the file by the world builder); `None` without a `[broker]`
+/// table.
+fn queue_config(raw: &RawModel) -> Result<Option<QueueConfig>, (usize, &'static str, String)> {
     let Some(broker) = &raw.broker else {
-        if let Some((field, _)) = queue_faults.iter().find(|(_, budget)| *budget > 0) {
-            return Err((
-                None,
-                field,
-                "only a queue model ([broker]) republishes events".to_string(),
-            ));
-        }
         return Ok(None);
     };
     if broker.get_ref().dedup_window_ms == Some(0) {
         return Err((
-            Some(broker.span().start),
+            broker.span().start,
             "broker.dedup-window-ms",
             "must be at least 1 (omit it when the broker has no window)".to_string(),
         ));
@@ -372,38 +357,6 @@ fn queue_config(raw: &RawModel, max_attempts: u8) -> Result<Option<QueueConfig>,
         .map(|consumer| consumer.get_ref())
         .cloned()
         .unwrap_or_default();
-    if raw.clients.key_policy != KeyPolicy::PerOperation {
-        return Err((
-            None,
-            "clients.key-policy",
-            "a queue model keys its inbox by consumer.dedup-key (\"delivery-number\" is the per-attempt key)"
-                .to_string(),
-        ));
-    }
-    if max_attempts >= COPY_DELIVERY_BASE {
-        return Err((
-            Some(raw.clients.max_attempts.span().start),
-            "clients.max-attempts",
-            format!(
-                "a queue model allows at most {} deliveries (the broker's maximum receive count)",
-                COPY_DELIVERY_BASE - 1
-            ),
-        ));
-    }
-    if raw.faults.handler_errors > 0 {
-        return Err((
-            None,
-            "faults.handler-errors",
-            "a queue model's consumer does not fail with a 500; use crashes".to_string(),
-        ));
-    }
-    if raw.faults.republishes > 4 {
-        return Err((
-            None,
-            "faults.republishes",
-            "at most 4 republishes".to_string(),
-        ));
-    }
     Ok(Some(QueueConfig {
         producer: broker.get_ref().producer,
         producer_dedup: broker.get_ref().producer_dedup,
