@@ -87,6 +87,8 @@ pub fn drive<H: Handler, B: Backend>(
         let step = index + 1;
         let before = state.clone();
         let observed = world.apply(&mut state, action);
+        // Time moves with pauses and Retry-After waits: every connection reads the model's clock.
+        backend.clock().set_ms(state.store.now_ms);
         match action {
             HandlerAction::DeliverRequest {
                 message: Message::Request { from, attempt },
@@ -119,7 +121,6 @@ pub fn drive<H: Handler, B: Backend>(
                 .as_mut()
                 .ok_or_else(|| fail(step, "no handler running".into()))?
                 .step(true),
-            HandlerAction::Pause => backend.clock().set_ms(state.store.now_ms),
             _ => {}
         }
         let real = backend.effects().map_err(|e| fail(step, e.to_string()))?;

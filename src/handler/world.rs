@@ -5,7 +5,8 @@
 //!
 //! A process's state is its request and the answers its calls got (see `replay`): hashable, and the handler's
 //! futures never need to be kept. This first version has its own clients and network (simpler than the built-in
-//! world's: a 409 is a failed attempt, with no Retry-After wait).
+//! world's: a 409 counts as an attempt; with `retry_after_ms` the client waits that long before retrying, which
+//! moves the clock).
 
 use super::api::{Handler, Reply, Request};
 use super::calls::{Answer, Call};
@@ -43,6 +44,8 @@ pub struct HandlerWorld<H> {
     pub(super) processes: u8,
     pub(super) faults: HandlerFaults,
     pub(super) pause_ms: u64,
+    /// A client told 409 waits this long before its next attempt (Retry-After): the clock moves on.
+    pub(super) retry_after_ms: Option<u64>,
 }
 
 impl<H: Handler> HandlerWorld<H> {
@@ -58,7 +61,14 @@ impl<H: Handler> HandlerWorld<H> {
             processes: 1,
             faults: HandlerFaults::default(),
             pause_ms: 60_000,
+            retry_after_ms: None,
         }
+    }
+
+    /// After a 409 a client waits `wait_ms` (the server's Retry-After) before it retries: time passes.
+    pub fn retry_after_ms(mut self, wait_ms: u64) -> Self {
+        self.retry_after_ms = Some(wait_ms);
+        self
     }
 
     pub fn processes(mut self, processes: u8) -> Self {
@@ -130,7 +140,10 @@ pub enum Message {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Phase {
-    Ready,
+    /// About to send; `after_conflict`: the last answer was a 409.
+    Ready {
+        after_conflict: bool,
+    },
     Waiting,
     Done,
 }
@@ -208,7 +221,9 @@ impl<H: Handler> Model for HandlerWorld<H> {
         let client = Client {
             op: 0,
             attempts: 0,
-            phase: Phase::Ready,
+            phase: Phase::Ready {
+                after_conflict: false,
+            },
             outcomes: vec![Outcome::Pending; self.bodies.len()],
         };
         let f = self.faults;

@@ -12,7 +12,7 @@ impl<H: Handler> HandlerWorld<H> {
         for (index, client) in state.clients.iter().enumerate() {
             let client_id = index as u8;
             match client.phase {
-                Phase::Ready => out.push(HandlerAction::Send { client: client_id }),
+                Phase::Ready { .. } => out.push(HandlerAction::Send { client: client_id }),
                 Phase::Waiting if self.may_time_out(state, client_id) => {
                     out.push(HandlerAction::Timeout { client: client_id })
                 }
@@ -196,6 +196,15 @@ impl<H: Handler> HandlerWorld<H> {
             |message, _| !matches!(message, Message::Response { to, .. } if to.client == client),
         );
         let current = &mut state.clients[client as usize];
+        if let (
+            Phase::Ready {
+                after_conflict: true,
+            },
+            Some(wait),
+        ) = (current.phase, self.retry_after_ms)
+        {
+            state.store.now_ms += wait;
+        }
         current.attempts += 1;
         current.phase = Phase::Waiting;
         let message = Message::Request {
@@ -318,7 +327,8 @@ impl<H: Handler> HandlerWorld<H> {
         } else if status::is_definite_failure(reply.status) {
             finish(state, to.client, Outcome::Failed(reply.status), operations);
         } else if client.attempts < self.max_attempts {
-            state.clients[to.client as usize].phase = Phase::Ready;
+            let after_conflict = reply.status == status::CONFLICT_IN_PROGRESS;
+            state.clients[to.client as usize].phase = Phase::Ready { after_conflict };
         } else {
             finish(state, to.client, Outcome::GaveUp, operations);
         }
@@ -345,7 +355,9 @@ fn finish(state: &mut HandlerState, client: u8, outcome: Outcome, operations: us
     current.phase = if current.op as usize == operations {
         Phase::Done
     } else {
-        Phase::Ready
+        Phase::Ready {
+            after_conflict: false,
+        }
     };
 }
 

@@ -1,0 +1,264 @@
+//! The catalogue as handlers: each design written once as async Rust over the store interface, checked in a
+//! world of retrying clients, a lossy network and crashing, pausing processes, with the verdicts it declares.
+//! `cargo run --release --example handlers [-- --json]` (exit 0: every design as declared).
+
+mod article;
+mod common;
+mod lease_fenced;
+mod powertools_2944;
+mod powertools_5714;
+mod provider;
+mod select_then_insert;
+mod separate_kv;
+
+use retrylab::check::{Expected, Model, Report, Verdict};
+use retrylab::handler::{Handler, HandlerFaults, HandlerWorld};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+const BODY: &str = "{\"amount\":500,\"currency\":\"RUB\"}";
+const HOLDS: Verdict = Verdict::Holds;
+const VIOLATED: Verdict = Verdict::Violated;
+
+/// One line per design, in the `retrylab check --json` schema's fields.
+#[derive(Serialize)]
+struct Line {
+    complete: bool,
+    counterexample_len: Option<usize>,
+    counterexample_lens: BTreeMap<String, usize>,
+    depth: u32,
+    elapsed_ms: u64,
+    expected: BTreeMap<String, String>,
+    matches: bool,
+    missing_scenarios: Vec<String>,
+    model: String,
+    properties: BTreeMap<String, String>,
+    reached: Vec<String>,
+    states: u64,
+    transitions: u64,
+    /// The timelines of the counterexamples that contradict a declared verdict (printed, not serialised).
+    #[serde(skip)]
+    unexpected: Vec<(String, Vec<String>)>,
+}
+
+fn faults(f: impl FnOnce(&mut HandlerFaults)) -> HandlerFaults {
+    let mut faults = HandlerFaults::default();
+    f(&mut faults);
+    faults
+}
+
+/// Check one design and compare with what it declares.
+fn check<H: Handler>(
+    name: &str,
+    world: HandlerWorld<H>,
+    declared: &[(&str, Verdict)],
+    reached: &[&str],
+) -> Line {
+    let started = Instant::now();
+    let report: Report<HandlerWorld<H>> = world.checker().bfs();
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    let expected = Expected {
+        verdicts: declared.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+        reached: reached.iter().map(|n| n.to_string()).collect(),
+    };
+    let comparison = report.compare(&expected);
+    let sometimes = retrylab::check::Kind::Sometimes;
+    let unexpected = comparison
+        .mismatched
+        .iter()
+        .filter_map(|name| {
+            let path = report.counterexample(name)?;
+            let run = retrylab::check::timeline(&world, path).expect("a found path replays");
+            Some((
+                name.clone(),
+                run.steps
+                    .into_iter()
+                    .map(|step| format!("{}. {}", step.step, step.text))
+                    .collect(),
+            ))
+        })
+        .collect();
+    Line {
+        complete: report.complete,
+        counterexample_len: report.shortest_counterexample(),
+        counterexample_lens: report
+            .counterexamples()
+            .map(|(p, path)| (p.name.clone(), path.len()))
+            .collect(),
+        depth: report.depth,
+        elapsed_ms,
+        expected: declared
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.name().to_string()))
+            .collect(),
+        matches: comparison.matches,
+        missing_scenarios: comparison.missing_scenarios,
+        model: name.to_string(),
+        properties: report
+            .properties
+            .iter()
+            .filter(|p| p.kind != sometimes)
+            .map(|p| (p.name.clone(), p.verdict.name().to_string()))
+            .collect(),
+        reached: report
+            .properties
+            .iter()
+            .filter(|p| p.kind == sometimes && p.verdict == HOLDS)
+            .map(|p| p.name.clone())
+            .collect(),
+        states: report.states,
+        transitions: report.transitions,
+        unexpected,
+    }
+}
+
+fn main() {
+    let json = std::env::args().any(|arg| arg == "--json");
+    let lines = designs();
+    for line in &lines {
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string(line).expect("a line serialises")
+            );
+        } else {
+            let verdict = if line.matches {
+                "as declared"
+            } else {
+                "MISMATCH"
+            };
+            println!(
+                "{:<40} {:>8} states {:>6} ms  {verdict}",
+                line.model, line.states, line.elapsed_ms
+            );
+            for (property, found) in &line.properties {
+                let declared = line.expected.get(property).map_or("-", String::as_str);
+                println!("    {property:<26} {found:<10} declared {declared}");
+            }
+            for (property, steps) in &line.unexpected {
+                println!("  counterexample for {property} (unexpected):");
+                steps.iter().for_each(|step| println!("      {step}"));
+            }
+        }
+    }
+    std::process::exit(if lines.iter().all(|line| line.matches) {
+        0
+    } else {
+        1
+    });
+}
+
+/// A client told 409 waits out the lease (Retry-After) and has attempts enough to outlast one crash.
+fn lease<H: Handler>(world: HandlerWorld<H>) -> HandlerWorld<H> {
+    world.retry_after_ms(common::LEASE_MS).max_attempts(5)
+}
+
+fn designs() -> Vec<Line> {
+    use article::Article;
+    use lease_fenced::LeaseFenced;
+    let (dup, lost, resolves) = (
+        "no-duplicate-effect",
+        "no-lost-effect",
+        "eventually-resolves",
+    );
+    let crash = faults(|f| (f.crashes, f.drop_responses, f.early_timeouts) = (1, 1, 1));
+    let race = faults(|f| f.early_timeouts = 1);
+    vec![
+        check(
+            "article",
+            HandlerWorld::new(Article, 1, BODY)
+                .processes(2)
+                .faults(crash),
+            &[(dup, HOLDS), (lost, HOLDS), (resolves, VIOLATED)],
+            &["crash-after-claim", "lost-response", "replay"],
+        ),
+        check(
+            "lease-fenced",
+            lease(HandlerWorld::new(LeaseFenced, 1, BODY).processes(2)).faults(faults(|f| {
+                (f.crashes, f.pauses, f.early_timeouts) = (1, 1, 1)
+            })),
+            &[(dup, HOLDS), (lost, HOLDS), (resolves, HOLDS)],
+            &["crash-after-claim", "slow-owner", "parallel-retry"],
+        ),
+        check(
+            "select-then-insert",
+            HandlerWorld::new(select_then_insert::SelectThenInsert, 1, BODY)
+                .processes(2)
+                .faults(race),
+            &[(dup, VIOLATED)],
+            &[],
+        ),
+        check(
+            "new-key-per-attempt",
+            HandlerWorld::new(Article, 1, BODY)
+                .key_per_attempt(true)
+                .faults(faults(|f| f.drop_responses = 1)),
+            &[(dup, VIOLATED)],
+            &[],
+        ),
+        check(
+            "separate-kv",
+            lease(HandlerWorld::new(separate_kv::SeparateKv, 1, BODY))
+                .faults(faults(|f| f.crashes = 1)),
+            &[(dup, VIOLATED)],
+            &[],
+        ),
+        check(
+            "provider-not-idempotent",
+            lease(HandlerWorld::new(provider::ProviderWithoutKey, 1, BODY))
+                .faults(faults(|f| f.crashes = 1)),
+            &[(dup, VIOLATED)],
+            &[],
+        ),
+        check(
+            "provider-derived-key",
+            lease(HandlerWorld::new(provider::ProviderDerivedKey, 1, BODY))
+                .faults(faults(|f| f.crashes = 1)),
+            &[(dup, HOLDS), (resolves, HOLDS)],
+            &["crash-after-claim"],
+        ),
+        check(
+            "powertools-2944-delete-after-commit",
+            HandlerWorld::new(powertools_2944::DeleteAfterCommit, 1, BODY)
+                .faults(faults(|f| f.call_failures = 1)),
+            &[(dup, VIOLATED)],
+            &[],
+        ),
+        check(
+            "powertools-2944-delete-after-commit-fixed",
+            HandlerWorld::new(powertools_2944::DeleteBeforeCommitOnly, 1, BODY)
+                .faults(faults(|f| f.call_failures = 1)),
+            &[(dup, HOLDS)],
+            &["handler-error", "replay"],
+        ),
+        check(
+            "powertools-5714-orphan-recovery",
+            lease(HandlerWorld::new(powertools_5714::UnconditionalTakeOver, 1, BODY).processes(2))
+                .faults(faults(|f| (f.pauses, f.early_timeouts) = (1, 1))),
+            &[(dup, VIOLATED)],
+            &[],
+        ),
+        check(
+            "powertools-5714-orphan-recovery-fixed",
+            lease(HandlerWorld::new(powertools_5714::ConditionalTakeOver, 1, BODY).processes(2))
+                .faults(faults(|f| (f.pauses, f.early_timeouts) = (1, 1))),
+            &[(dup, HOLDS)],
+            &["slow-owner", "parallel-retry"],
+        ),
+        check(
+            "redis-set-then-expire",
+            lease(HandlerWorld::new(separate_kv::SetThenExpire, 1, BODY))
+                .faults(faults(|f| f.crashes = 1)),
+            &[(resolves, VIOLATED)],
+            &[],
+        ),
+        check(
+            "redis-set-then-expire-fixed",
+            lease(HandlerWorld::new(separate_kv::SeparateKv, 1, BODY))
+                .faults(faults(|f| f.crashes = 1)),
+            &[(resolves, HOLDS)],
+            &["crash-after-claim"],
+        ),
+    ]
+}

@@ -1,0 +1,28 @@
+//! DOMAIN.md mistake 1: look the key up with a SELECT, and insert it later, with no unique index to stop a
+//! second process that looked at the same moment. Two processes both find nothing and both charge.
+
+use super::common::*;
+use retrylab::handler::{Handler, Reply, Request, Store, StoreError};
+
+pub struct SelectThenInsert;
+
+impl Handler for SelectThenInsert {
+    async fn handle<S: Store>(&self, db: &mut S, request: &Request) -> Reply {
+        or_500(handle(db, request).await)
+    }
+}
+
+async fn handle<S: Store>(db: &mut S, request: &Request) -> Result<Reply, StoreError> {
+    let key = record_key(request);
+    if let Some(row) = db.get("keys", &key).await? {
+        return Ok(answer_existing(Some(&row)));
+    }
+    db.begin().await?;
+    let payment = db.insert_effect("payments", &request.body).await?;
+    // Review: nothing between the SELECT above and this write stops another process doing the same.
+    db.delete("keys", &key).await?;
+    db.insert_if_absent("keys", &key, &completed(payment))
+        .await?;
+    db.commit().await?;
+    Ok(Reply::new(201, completed(payment)))
+}

@@ -1,0 +1,69 @@
+//! Keys in a separate key-value store (Redis), the payment in the database: the claim is an atomic SET NX PX,
+//! but the completion is a second write after the database commit. A crash between the two leaves the key to
+//! expire, and the retry charges again. Also Redis's SET NX then EXPIRE as two commands (a crash between them
+//! leaves a key that never expires: 409 forever), next to its fix, SET with NX and PX in one command.
+
+use super::common::*;
+use retrylab::handler::{Handler, Reply, Request, SetMode, Store, StoreError};
+
+/// Claim with one command (SET NX PX).
+pub struct SeparateKv;
+/// Claim with SET NX, then EXPIRE.
+pub struct SetThenExpire;
+
+impl Handler for SeparateKv {
+    async fn handle<S: Store>(&self, db: &mut S, request: &Request) -> Reply {
+        or_500(handle(db, request, false).await)
+    }
+}
+
+impl Handler for SetThenExpire {
+    async fn handle<S: Store>(&self, db: &mut S, request: &Request) -> Reply {
+        or_500(handle(db, request, true).await)
+    }
+}
+
+async fn handle<S: Store>(
+    db: &mut S,
+    request: &Request,
+    expire_apart: bool,
+) -> Result<Reply, StoreError> {
+    let key = record_key(request);
+    let claimed = if expire_apart {
+        // Review: if the process dies between these two commands, the key never expires.
+        let set = db
+            .kv_set(
+                &key,
+                IN_PROGRESS,
+                SetMode {
+                    if_absent: true,
+                    ttl_ms: None,
+                },
+            )
+            .await?;
+        if set {
+            db.kv_expire(&key, LEASE_MS).await?;
+        }
+        set
+    } else {
+        db.kv_set(
+            &key,
+            IN_PROGRESS,
+            SetMode {
+                if_absent: true,
+                ttl_ms: Some(LEASE_MS),
+            },
+        )
+        .await?
+    };
+    if !claimed {
+        return Ok(answer_existing(db.kv_get(&key).await?.as_deref()));
+    }
+    db.begin().await?;
+    let payment = db.insert_effect("payments", &request.body).await?;
+    db.commit().await?;
+    // Review: a crash here leaves the key in_progress until it expires; then the retry pays again.
+    db.kv_set(&key, &completed(payment), SetMode::default())
+        .await?;
+    Ok(Reply::new(201, completed(payment)))
+}
