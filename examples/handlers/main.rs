@@ -2,13 +2,22 @@
 //! world of retrying clients, a lossy network and crashing, pausing processes, with the verdicts it declares.
 //! `cargo run --release --example handlers [-- --json]` (exit 0: every design as declared).
 
+// Paths spelled out so that tests/handlers.rs can include this file as a module and reach the same designs.
+#[path = "article.rs"]
 mod article;
+#[path = "common.rs"]
 mod common;
+#[path = "lease_fenced.rs"]
 mod lease_fenced;
+#[path = "powertools_2944.rs"]
 mod powertools_2944;
+#[path = "powertools_5714.rs"]
 mod powertools_5714;
+#[path = "provider.rs"]
 mod provider;
+#[path = "select_then_insert.rs"]
 mod select_then_insert;
+#[path = "separate_kv.rs"]
 mod separate_kv;
 
 use retrylab::check::{Expected, Model, Report, Verdict};
@@ -46,6 +55,32 @@ fn faults(f: impl FnOnce(&mut HandlerFaults)) -> HandlerFaults {
     let mut faults = HandlerFaults::default();
     f(&mut faults);
     faults
+}
+
+/// What is done with each design of the catalogue.
+pub trait Visit {
+    fn design<H: Handler>(
+        &mut self,
+        name: &str,
+        world: HandlerWorld<H>,
+        declared: &[(&str, Verdict)],
+        reached: &[&str],
+    );
+}
+
+/// Checks each design into a line.
+struct Lines(Vec<Line>);
+
+impl Visit for Lines {
+    fn design<H: Handler>(
+        &mut self,
+        name: &str,
+        world: HandlerWorld<H>,
+        declared: &[(&str, Verdict)],
+        reached: &[&str],
+    ) {
+        self.0.push(check(name, world, declared, reached));
+    }
 }
 
 /// Check one design and compare with what it declares.
@@ -115,7 +150,9 @@ fn check<H: Handler>(
 
 fn main() {
     let json = std::env::args().any(|arg| arg == "--json");
-    let lines = designs();
+    let mut lines = Lines(Vec::new());
+    catalogue(&mut lines);
+    let lines = lines.0;
     for line in &lines {
         if json {
             println!(
@@ -154,7 +191,8 @@ fn lease<H: Handler>(world: HandlerWorld<H>) -> HandlerWorld<H> {
     world.retry_after_ms(common::LEASE_MS).max_attempts(5)
 }
 
-fn designs() -> Vec<Line> {
+/// Every design with its world and declared verdicts.
+pub fn catalogue(visit: &mut impl Visit) {
     use article::Article;
     use lease_fenced::LeaseFenced;
     let (dup, lost, resolves) = (
@@ -164,101 +202,99 @@ fn designs() -> Vec<Line> {
     );
     let crash = faults(|f| (f.crashes, f.drop_responses, f.early_timeouts) = (1, 1, 1));
     let race = faults(|f| f.early_timeouts = 1);
-    vec![
-        check(
-            "article",
-            HandlerWorld::new(Article, 1, BODY)
-                .processes(2)
-                .faults(crash),
-            &[(dup, HOLDS), (lost, HOLDS), (resolves, VIOLATED)],
-            &["crash-after-claim", "lost-response", "replay"],
-        ),
-        check(
-            "lease-fenced",
-            lease(HandlerWorld::new(LeaseFenced, 1, BODY).processes(2)).faults(faults(|f| {
-                (f.crashes, f.pauses, f.early_timeouts) = (1, 1, 1)
-            })),
-            &[(dup, HOLDS), (lost, HOLDS), (resolves, HOLDS)],
-            &["crash-after-claim", "slow-owner", "parallel-retry"],
-        ),
-        check(
-            "select-then-insert",
-            HandlerWorld::new(select_then_insert::SelectThenInsert, 1, BODY)
-                .processes(2)
-                .faults(race),
-            &[(dup, VIOLATED)],
-            &[],
-        ),
-        check(
-            "new-key-per-attempt",
-            HandlerWorld::new(Article, 1, BODY)
-                .key_per_attempt(true)
-                .faults(faults(|f| f.drop_responses = 1)),
-            &[(dup, VIOLATED)],
-            &[],
-        ),
-        check(
-            "separate-kv",
-            lease(HandlerWorld::new(separate_kv::SeparateKv, 1, BODY))
-                .faults(faults(|f| f.crashes = 1)),
-            &[(dup, VIOLATED)],
-            &[],
-        ),
-        check(
-            "provider-not-idempotent",
-            lease(HandlerWorld::new(provider::ProviderWithoutKey, 1, BODY))
-                .faults(faults(|f| f.crashes = 1)),
-            &[(dup, VIOLATED)],
-            &[],
-        ),
-        check(
-            "provider-derived-key",
-            lease(HandlerWorld::new(provider::ProviderDerivedKey, 1, BODY))
-                .faults(faults(|f| f.crashes = 1)),
-            &[(dup, HOLDS), (resolves, HOLDS)],
-            &["crash-after-claim"],
-        ),
-        check(
-            "powertools-2944-delete-after-commit",
-            HandlerWorld::new(powertools_2944::DeleteAfterCommit, 1, BODY)
-                .faults(faults(|f| f.call_failures = 1)),
-            &[(dup, VIOLATED)],
-            &[],
-        ),
-        check(
-            "powertools-2944-delete-after-commit-fixed",
-            HandlerWorld::new(powertools_2944::DeleteBeforeCommitOnly, 1, BODY)
-                .faults(faults(|f| f.call_failures = 1)),
-            &[(dup, HOLDS)],
-            &["handler-error", "replay"],
-        ),
-        check(
-            "powertools-5714-orphan-recovery",
-            lease(HandlerWorld::new(powertools_5714::UnconditionalTakeOver, 1, BODY).processes(2))
-                .faults(faults(|f| (f.pauses, f.early_timeouts) = (1, 1))),
-            &[(dup, VIOLATED)],
-            &[],
-        ),
-        check(
-            "powertools-5714-orphan-recovery-fixed",
-            lease(HandlerWorld::new(powertools_5714::ConditionalTakeOver, 1, BODY).processes(2))
-                .faults(faults(|f| (f.pauses, f.early_timeouts) = (1, 1))),
-            &[(dup, HOLDS)],
-            &["slow-owner", "parallel-retry"],
-        ),
-        check(
-            "redis-set-then-expire",
-            lease(HandlerWorld::new(separate_kv::SetThenExpire, 1, BODY))
-                .faults(faults(|f| f.crashes = 1)),
-            &[(resolves, VIOLATED)],
-            &[],
-        ),
-        check(
-            "redis-set-then-expire-fixed",
-            lease(HandlerWorld::new(separate_kv::SeparateKv, 1, BODY))
-                .faults(faults(|f| f.crashes = 1)),
-            &[(resolves, HOLDS)],
-            &["crash-after-claim"],
-        ),
-    ]
+    visit.design(
+        "article",
+        HandlerWorld::new(Article, 1, BODY)
+            .processes(2)
+            .faults(crash),
+        &[(dup, HOLDS), (lost, HOLDS), (resolves, VIOLATED)],
+        &["crash-after-claim", "lost-response", "replay"],
+    );
+    visit.design(
+        "lease-fenced",
+        lease(HandlerWorld::new(LeaseFenced, 1, BODY).processes(2)).faults(faults(|f| {
+            (f.crashes, f.pauses, f.early_timeouts) = (1, 1, 1)
+        })),
+        &[(dup, HOLDS), (lost, HOLDS), (resolves, HOLDS)],
+        &["crash-after-claim", "slow-owner", "parallel-retry"],
+    );
+    visit.design(
+        "select-then-insert",
+        HandlerWorld::new(select_then_insert::SelectThenInsert, 1, BODY)
+            .processes(2)
+            .faults(race),
+        &[(dup, VIOLATED)],
+        &[],
+    );
+    visit.design(
+        "new-key-per-attempt",
+        HandlerWorld::new(Article, 1, BODY)
+            .key_per_attempt(true)
+            .faults(faults(|f| f.drop_responses = 1)),
+        &[(dup, VIOLATED)],
+        &[],
+    );
+    visit.design(
+        "separate-kv",
+        lease(HandlerWorld::new(separate_kv::SeparateKv, 1, BODY))
+            .faults(faults(|f| f.crashes = 1)),
+        &[(dup, VIOLATED)],
+        &[],
+    );
+    visit.design(
+        "provider-not-idempotent",
+        lease(HandlerWorld::new(provider::ProviderWithoutKey, 1, BODY))
+            .faults(faults(|f| f.crashes = 1)),
+        &[(dup, VIOLATED)],
+        &[],
+    );
+    visit.design(
+        "provider-derived-key",
+        lease(HandlerWorld::new(provider::ProviderDerivedKey, 1, BODY))
+            .faults(faults(|f| f.crashes = 1)),
+        &[(dup, HOLDS), (resolves, HOLDS)],
+        &["crash-after-claim"],
+    );
+    visit.design(
+        "powertools-2944-delete-after-commit",
+        HandlerWorld::new(powertools_2944::DeleteAfterCommit, 1, BODY)
+            .faults(faults(|f| f.call_failures = 1)),
+        &[(dup, VIOLATED)],
+        &[],
+    );
+    visit.design(
+        "powertools-2944-delete-after-commit-fixed",
+        HandlerWorld::new(powertools_2944::DeleteBeforeCommitOnly, 1, BODY)
+            .faults(faults(|f| f.call_failures = 1)),
+        &[(dup, HOLDS)],
+        &["handler-error", "replay"],
+    );
+    visit.design(
+        "powertools-5714-orphan-recovery",
+        lease(HandlerWorld::new(powertools_5714::UnconditionalTakeOver, 1, BODY).processes(2))
+            .faults(faults(|f| (f.pauses, f.early_timeouts) = (1, 1))),
+        &[(dup, VIOLATED)],
+        &[],
+    );
+    visit.design(
+        "powertools-5714-orphan-recovery-fixed",
+        lease(HandlerWorld::new(powertools_5714::ConditionalTakeOver, 1, BODY).processes(2))
+            .faults(faults(|f| (f.pauses, f.early_timeouts) = (1, 1))),
+        &[(dup, HOLDS)],
+        &["slow-owner", "parallel-retry"],
+    );
+    visit.design(
+        "redis-set-then-expire",
+        lease(HandlerWorld::new(separate_kv::SetThenExpire, 1, BODY))
+            .faults(faults(|f| f.crashes = 1)),
+        &[(resolves, VIOLATED)],
+        &[],
+    );
+    visit.design(
+        "redis-set-then-expire-fixed",
+        lease(HandlerWorld::new(separate_kv::SeparateKv, 1, BODY))
+            .faults(faults(|f| f.crashes = 1)),
+        &[(resolves, HOLDS)],
+        &["crash-after-claim"],
+    );
 }

@@ -1,0 +1,96 @@
+//! The handler catalogue (`examples/handlers`): every design gets the verdicts it declares, and every
+//! counterexample the checker finds is driven in lockstep against real SQLite and real PostgreSQL with the same
+//! handler code: the same effect rows after every step, the same replies, the same duplicate at the same step.
+
+#[path = "../examples/handlers/main.rs"]
+#[allow(dead_code)] // its `main` and output
+mod handlers;
+
+use handlers::Visit;
+use retrylab::check::{Expected, Model, Verdict};
+use retrylab::handler::lockstep::{drive, Backend, PostgresBackend, SqliteBackend};
+use retrylab::handler::{Handler, HandlerWorld};
+use retrylab::servers::postgres::TempPostgres;
+
+struct Replay {
+    postgres: Option<TempPostgres>,
+    driven: Vec<String>,
+}
+
+impl Replay {
+    fn on<H: Handler, B: Backend>(
+        &self,
+        name: &str,
+        world: &HandlerWorld<H>,
+        backend: &B,
+        path: &[retrylab::handler::world::HandlerAction],
+    ) -> Option<usize> {
+        let seen = drive(world, backend, path).unwrap_or_else(|error| panic!("{name}: {error}"));
+        seen.model_duplicate_at
+    }
+}
+
+impl Visit for Replay {
+    fn design<H: Handler>(
+        &mut self,
+        name: &str,
+        world: HandlerWorld<H>,
+        declared: &[(&str, Verdict)],
+        reached: &[&str],
+    ) {
+        let report = world.checker().bfs();
+        let expected = Expected {
+            verdicts: declared.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+            reached: reached.iter().map(|n| n.to_string()).collect(),
+        };
+        let comparison = report.compare(&expected);
+        assert!(comparison.matches, "{name}: {comparison:?}");
+        for (property, path) in report.counterexamples() {
+            let folder = tempfile::tempdir().unwrap();
+            let sqlite = SqliteBackend::create(&folder.path().join("replay.db")).unwrap();
+            let on_sqlite = self.on(name, &world, &sqlite, path);
+            if property.name == "no-duplicate-effect" {
+                assert_eq!(
+                    on_sqlite,
+                    Some(path.len()),
+                    "{name}: the real duplicate at the model's step"
+                );
+            }
+            if let Some(server) = &self.postgres {
+                // A fresh database per trace: the catalogue's tables are dropped and made again.
+                let params = server.params();
+                let mut client = postgres::Client::connect(&params, postgres::NoTls).unwrap();
+                client
+                    .batch_execute("DROP TABLE IF EXISTS handler_rows, handler_effects, handler_kv, handler_charges")
+                    .unwrap();
+                let backend = PostgresBackend::create(&params).unwrap();
+                assert_eq!(
+                    self.on(name, &world, &backend, path),
+                    on_sqlite,
+                    "{name}: PostgreSQL as SQLite"
+                );
+            }
+            self.driven.push(format!("{name} {}", property.name));
+        }
+    }
+}
+
+#[test]
+fn every_design_as_declared_and_every_counterexample_the_same_on_sqlite_and_postgres() {
+    let mut replay = Replay {
+        postgres: TempPostgres::start(),
+        driven: Vec::new(),
+    };
+    handlers::catalogue(&mut replay);
+    println!("driven: {:#?}", replay.driven);
+    let duplicates = replay
+        .driven
+        .iter()
+        .filter(|name| name.ends_with(" no-duplicate-effect"))
+        .count();
+    assert!(
+        duplicates >= 6,
+        "the catalogue's broken designs: {:#?}",
+        replay.driven
+    );
+}
