@@ -124,9 +124,14 @@ fn check_shards(model: &str, shards: &[Shard]) -> Result<(), String> {
     let mut by_k: BTreeMap<u64, &Shard> = BTreeMap::new();
     for shard in shards {
         if let Some(earlier) = by_k.insert(shard.k, shard) {
+            let places = if earlier.at == shard.at {
+                format!("{} (the file is named twice)", shard.at)
+            } else {
+                format!("at {} and {}", earlier.at, shard.at)
+            };
             return Err(format!(
-                "{model}: shard {}/{} given twice, at {} and {}",
-                shard.k, shard.n, earlier.at, shard.at
+                "{model}: shard {}/{} given twice, {places}",
+                shard.k, shard.n
             ));
         }
         check_walks(model, shard)?;
