@@ -1,19 +1,7 @@
 //! The command line: exit codes (0 verdicts as declared, 1 not, 2 bad input) and one-line errors.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn retrylab(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retrylab"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap()
-}
-
-fn models() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("models")
-}
+mod cli_support;
+use cli_support::{models, retrylab, write};
 
 const GOOD: &str = r#"
 description = "one client, lost responses"
@@ -28,12 +16,6 @@ drop-responses = 1
 no-duplicate-effect = "holds"
 reached = ["lost-response", "replay"]
 "#;
-
-fn write(folder: &Path, name: &str, text: &str) -> String {
-    let path = folder.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
-}
 
 #[test]
 fn exit_zero_when_every_verdict_matches_and_one_when_not() {

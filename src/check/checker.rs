@@ -152,7 +152,9 @@ impl<'a, M: Model> Checker<'a, M> {
         })
     }
 
-    /// `count` seeded random walks from seed `first_seed` (at most `max_depth` steps each).
+    /// `count` seeded random walks from seed `first_seed` (at most `max_depth` steps each). Memory does not grow
+    /// with `count`; a run that `max_memory_mib` cuts short is incomplete (`stopped_by`). The step total saturates
+    /// at `u64::MAX`: a caller with more than `u64::MAX / max_depth` seeds should refuse them first.
     pub fn walks(self, first_seed: u64, count: u64) -> Report<M> {
         let seeds = Seeds {
             first: first_seed,
@@ -162,12 +164,20 @@ impl<'a, M: Model> Checker<'a, M> {
         let progress = &self.progress;
         let done = std::sync::atomic::AtomicU64::new(0);
         self.run(|| {
-            walk::simulate(self.model, &seeds, self.bounds.max_depth, &|walks| {
-                let states = done.fetch_add(walks, std::sync::atomic::Ordering::Relaxed) + walks;
-                if let Some(progress) = progress {
-                    progress(Progress { states, depth: 0 });
-                }
-            })
+            let bounds = &self.bounds;
+            walk::simulate(
+                self.model,
+                &seeds,
+                bounds.max_depth,
+                bounds.max_memory_bytes,
+                &|walks| {
+                    let states =
+                        done.fetch_add(walks, std::sync::atomic::Ordering::Relaxed) + walks;
+                    if let Some(progress) = progress {
+                        progress(Progress { states, depth: 0 });
+                    }
+                },
+            )
         })
     }
 

@@ -87,40 +87,72 @@ pub struct Seeds {
 }
 
 impl Seeds {
+    /// How many seeds this run (or shard) walks.
+    pub fn len(&self) -> u64 {
+        match self.shard {
+            None => self.count,
+            Some((k, n)) => {
+                assert!(k >= 1 && k <= n, "a shard is K/N with 1 <= K <= N");
+                self.count / n + u64::from(k - 1 < self.count % n)
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `index`-th seed walked (0-based, below `len()`): computed, never listed, so a run of 2^64 seeds
+    /// takes no memory for them.
+    pub fn nth(&self, index: u64) -> u64 {
+        assert!(index < self.len(), "seed index {index} of {}", self.len());
+        // Below count, so neither this nor the shard's offset overflows.
+        let offset = match self.shard {
+            None => index,
+            Some((k, n)) => index * n + (k - 1),
+        };
+        self.first.wrapping_add(offset)
+    }
+
+    /// Every seed walked, in order (for small runs and tests; a run walks them without this list).
     pub fn list(&self) -> Vec<u64> {
-        (0..self.count)
-            .filter(|offset| self.shard.is_none_or(|(k, n)| offset % n == k - 1))
-            .map(|offset| self.first.wrapping_add(offset))
-            .collect()
+        (0..self.len()).map(|index| self.nth(index)).collect()
     }
 }
 
-/// Run the seeds (in parallel; results are merged in seed order, so the report does not depend on threads).
-/// Per property the path kept is the shortest, the lowest seed among equally short ones.
-pub(crate) fn simulate<M: Model>(
-    model: &M,
-    seeds: &Seeds,
-    max_depth: u32,
-    on_progress: &(dyn Fn(u64) + Sync),
-) -> Report<M> {
-    let plan = Plan::new(model);
-    let seeds = seeds.list();
-    let results: Vec<(WalkResult<M::Action>, M::Obs)> = seeds
-        .par_iter()
-        .map(|&seed| {
-            let result = walk(model, &plan, seed, max_depth);
-            on_progress(1);
-            result
-        })
-        .collect();
-    let mut best: Vec<Option<(u64, Vec<M::Action>)>> = vec![None; plan.properties.len()];
-    let mut observed = M::Obs::default();
-    let (mut steps, mut cut_walks) = (0u64, 0u64);
-    for (result, walk_observed) in results {
-        steps += result.steps as u64;
-        cut_walks += u64::from(!result.finished);
-        observed = super::Observation::union(observed, walk_observed);
-        for (slot, decided) in best.iter_mut().zip(result.decided) {
+/// Seeds walked in parallel at once: enough to keep every core busy, few enough that a chunk's results (about
+/// 110 bytes a walk) stay small whatever the run's seed count.
+const CHUNK_SEEDS_MAX: u64 = 4096;
+
+/// What a run keeps of its walks: per property the best path so far, and counters.
+struct Summary<M: Model> {
+    best: Vec<Option<(u64, Vec<M::Action>)>>,
+    observed: M::Obs,
+    steps: u64,
+    walks: u64,
+    cut_walks: u64,
+}
+
+impl<M: Model> Summary<M> {
+    fn new(properties: usize) -> Self {
+        Summary {
+            best: vec![None; properties],
+            observed: M::Obs::default(),
+            steps: 0,
+            walks: 0,
+            cut_walks: 0,
+        }
+    }
+
+    /// Merge one walk, in seed order: a path replaces the kept one only if strictly shorter, so among equally
+    /// short paths the first seed walked wins.
+    fn add(&mut self, result: WalkResult<M::Action>, observed: M::Obs) {
+        // Saturating: a caller that cannot bound seeds x depth gets a pinned total, never a wrapped one.
+        self.steps = self.steps.saturating_add(result.steps as u64);
+        self.walks += 1;
+        self.cut_walks += u64::from(!result.finished);
+        self.observed = super::Observation::union(self.observed, observed);
+        for (slot, decided) in self.best.iter_mut().zip(result.decided) {
             let Some(path) = decided else { continue };
             if slot
                 .as_ref()
@@ -130,10 +162,76 @@ pub(crate) fn simulate<M: Model>(
             }
         }
     }
+
+    /// Bytes held by the kept paths.
+    fn kept_bytes(&self) -> u64 {
+        let actions: usize = self.best.iter().flatten().map(|(_, path)| path.len()).sum();
+        (actions * std::mem::size_of::<M::Action>()) as u64
+    }
+}
+
+/// The most one walk can hold until it is merged: its path and a prefix of it per property, at full depth.
+fn walk_bytes_max<M: Model>(properties: usize, max_depth: u32) -> u64 {
+    let fixed = std::mem::size_of::<WalkResult<M::Action>>()
+        + std::mem::size_of::<M::Obs>()
+        + properties * std::mem::size_of::<Option<Vec<M::Action>>>();
+    let paths = (properties as u64 + 1)
+        .saturating_mul(u64::from(max_depth))
+        .saturating_mul(std::mem::size_of::<M::Action>() as u64);
+    paths.saturating_add(fixed as u64).max(1)
+}
+
+/// Run the seeds in chunks (each in parallel, merged in seed order, so the report does not depend on threads),
+/// keeping only the summary: memory does not grow with the seed count. Per property the path kept is the
+/// shortest, the first seed among equally short ones. A chunk that could exceed `max_memory_bytes` is not
+/// started: the run stops, incomplete.
+pub(crate) fn simulate<M: Model>(
+    model: &M,
+    seeds: &Seeds,
+    max_depth: u32,
+    max_memory_bytes: u64,
+    on_progress: &(dyn Fn(u64) + Sync),
+) -> Report<M> {
+    let plan = Plan::new(model);
+    let mut summary = Summary::<M>::new(plan.properties.len());
+    let walk_bytes = walk_bytes_max::<M>(plan.properties.len(), max_depth);
+    let total = seeds.len();
+    let mut stopped_by = None;
+    while summary.walks < total {
+        let room = max_memory_bytes.saturating_sub(summary.kept_bytes());
+        let chunk = (total - summary.walks)
+            .min(CHUNK_SEEDS_MAX)
+            .min(room / walk_bytes);
+        if chunk == 0 {
+            stopped_by = Some(format!("max-memory {max_memory_bytes} bytes reached"));
+            break;
+        }
+        let from = summary.walks;
+        let results: Vec<(WalkResult<M::Action>, M::Obs)> = (0..chunk)
+            .into_par_iter()
+            .map(|index| {
+                let result = walk(model, &plan, seeds.nth(from + index), max_depth);
+                on_progress(1);
+                result
+            })
+            .collect();
+        for (result, observed) in results {
+            summary.add(result, observed);
+        }
+    }
+    report(&plan, summary, max_depth, stopped_by)
+}
+
+fn report<M: Model>(
+    plan: &Plan<M>,
+    summary: Summary<M>,
+    max_depth: u32,
+    stopped_by: Option<String>,
+) -> Report<M> {
     let properties = plan
         .properties
         .iter()
-        .zip(best)
+        .zip(summary.best)
         .map(|(property, best)| PropertyReport {
             name: property.name.clone(),
             kind: property.kind,
@@ -151,15 +249,62 @@ pub(crate) fn simulate<M: Model>(
     Report {
         method: Method::Walks,
         properties,
-        observed,
-        states: steps,
-        transitions: steps,
+        observed: summary.observed,
+        states: summary.steps,
+        transitions: summary.steps,
         depth: max_depth,
         complete: false,
-        stopped_by: None,
+        stopped_by,
         visited_bytes: 0,
         peak_bytes: 0,
-        walks: seeds.len() as u64,
-        cut_walks,
+        walks: summary.walks,
+        cut_walks: summary.cut_walks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Seeds;
+
+    #[test]
+    fn seeds_are_computed_as_the_shards_partition_them() {
+        for count in [0, 1, 7, 12] {
+            for n in 1..=5 {
+                let mut all: Vec<u64> = (1..=n)
+                    .flat_map(|k| {
+                        let seeds = Seeds {
+                            first: u64::MAX - 3,
+                            count,
+                            shard: Some((k, n)),
+                        };
+                        let listed: Vec<u64> = (0..count)
+                            .filter(|offset| offset % n == k - 1)
+                            .map(|offset| seeds.first.wrapping_add(offset))
+                            .collect();
+                        assert_eq!(seeds.list(), listed, "{k}/{n} of {count}");
+                        listed
+                    })
+                    .collect();
+                all.sort_unstable();
+                let whole = Seeds {
+                    first: u64::MAX - 3,
+                    count,
+                    shard: None,
+                };
+                let mut expected = whole.list();
+                expected.sort_unstable();
+                assert_eq!(all, expected);
+            }
+        }
+        let huge = Seeds {
+            first: 5,
+            count: u64::MAX,
+            shard: Some((3, 4)),
+        };
+        assert_eq!(huge.len(), u64::MAX / 4 + 1, "offsets 2, 6, ..., 2^64 - 2");
+        assert_eq!(
+            huge.nth(huge.len() - 1),
+            5u64.wrapping_add((huge.len() - 1) * 4 + 2)
+        );
     }
 }

@@ -1,11 +1,12 @@
 //! `retrylab check`: exhaustive exploration of every model.
 
 use super::json::{print_line, CheckLine};
-use super::output;
+use super::{names, output};
 use super::{CheckArgs, EXIT_MISMATCH, EXIT_OK};
-use retrylab::check::{Checker, Report};
-use retrylab::model::World;
+use retrylab::check::{Checker, Comparison, Report};
+use retrylab::model::{Property, World};
 use retrylab::spec::Model;
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 pub fn run(args: &CheckArgs) -> i32 {
@@ -13,110 +14,37 @@ pub fn run(args: &CheckArgs) -> i32 {
         Ok(models) => models,
         Err(code) => return code,
     };
+    let paths: Vec<&str> = models.iter().map(|model| model.path.as_str()).collect();
+    let names = names::unique_names(&paths);
     let mut all_match = true;
     let mut replay_commands = Vec::new();
     let mut report_entries = Vec::new();
     if !args.json {
-        println!(
+        outln!(
             "{:<28} {:<11} {:<10} {:<9} counterexample",
-            "  property", "verdict", "expected", ""
+            "  property",
+            "verdict",
+            "expected",
+            ""
         );
     }
-    for model in &models {
-        let bar = output::progress(args.json, &format!("{} states", model.path));
-        let started = Instant::now();
-        let report = Checker::new(&model.world)
-            .max_states(args.max_states.unwrap_or(model.limits.max_states))
-            .max_depth(args.max_depth.unwrap_or(model.limits.max_depth))
-            .max_memory_mib(args.max_memory)
-            .symmetry(args.symmetry)
-            .on_progress(|progress| {
-                if let Some(bar) = &bar {
-                    bar.set_position(progress.states);
-                }
-            })
-            .bfs();
-        let elapsed_ms = started.elapsed().as_millis() as u64;
-        if let Some(bar) = bar {
-            bar.finish_and_clear();
-        }
-        let comparison = report.compare(&model.expected());
-        all_match &= comparison.matches;
-        let saved = output::save_traces(
-            &args.traces,
-            model,
-            output::counterexamples(&report).into_iter(),
-            "bfs",
-            args.verbose,
-            &comparison.mismatched,
-        );
-        let (traces, timelines) = match saved {
-            Ok(saved) => (saved.paths, saved.timelines),
+    for (model, name) in models.iter().zip(names) {
+        let checked = match check_one(args, model, &name.stem) {
+            Ok(checked) => checked,
             Err(message) => {
                 eprintln!("error: {message}");
                 return super::EXIT_BAD_INPUT;
             }
         };
-        let lengths = output::lengths(&report);
-        if args.json {
-            print_line(&CheckLine {
-                complete: report.complete,
-                counterexample_len: report.shortest_counterexample(),
-                counterexample_lens: lengths
-                    .iter()
-                    .map(|(property, length)| (property.name().to_string(), *length))
-                    .collect(),
-                depth: report.depth,
-                description: model.description.clone(),
-                elapsed_ms,
-                expected: output::expected_map(model),
-                matches: comparison.matches,
-                missing_scenarios: comparison.missing_scenarios.clone(),
-                model: model.path.clone(),
-                peak_bytes: report.peak_bytes,
-                properties: output::verdict_map(&report),
-                reached: output::reached_names(&report),
-                states: report.states,
-                stopped_by: report.stopped_by.clone(),
-                traces: traces
-                    .iter()
-                    .map(|(property, path)| (property.name().to_string(), path.clone()))
-                    .collect(),
-                transitions: report.transitions,
-                visited_bytes_per_state: bytes_per_state(&report),
-            });
-        } else {
-            let header = header(model, &report, elapsed_ms);
-            output::print_rows(model, &report, &lengths, &header);
-            if !comparison.missing_scenarios.is_empty() {
-                println!(
-                    "  NOT REACHED (the passing verdicts may be vacuous): {}",
-                    comparison.missing_scenarios.join(", ")
-                );
-            }
-            for (property, trace) in &timelines {
-                println!(
-                    "  counterexample for {} ({} steps):",
-                    property.name(),
-                    trace.steps.len()
-                );
-                output::print_timeline(trace);
-            }
-            for (property, path) in &traces {
-                let unexpected = comparison
-                    .mismatched
-                    .iter()
-                    .any(|name| name == property.name());
-                let marker = if unexpected { "  (unexpected)" } else { "" };
-                replay_commands.push(format!("retrylab replay {path}{marker}"));
-            }
-            println!();
-        }
+        all_match &= checked.matches;
+        replay_commands.extend(checked.replay_commands);
         if args.report.is_some() {
             report_entries.push(retrylab::report::Entry {
                 model: model.clone(),
-                report,
-                elapsed_ms,
+                report: checked.report,
+                elapsed_ms: checked.elapsed_ms,
+                stem: name.stem,
+                shown: name.shown,
             });
         }
     }
@@ -126,7 +54,7 @@ pub fn run(args: &CheckArgs) -> i32 {
             return super::EXIT_BAD_INPUT;
         }
         if !args.json {
-            println!("Report written to {}.", path.display());
+            outln!("Report written to {}.", path.display());
         }
     }
     if !args.json {
@@ -137,6 +65,116 @@ pub fn run(args: &CheckArgs) -> i32 {
     } else {
         EXIT_MISMATCH
     }
+}
+
+/// One model's search, as printed.
+struct Checked {
+    report: Report<World>,
+    elapsed_ms: u64,
+    matches: bool,
+    replay_commands: Vec<String>,
+}
+
+/// Search one model, save its counterexamples under `stem` (and remove those of properties that now hold), and
+/// print its rows or its JSON line. An error is a file that could not be written.
+fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, String> {
+    let bar = output::progress(args.json, &format!("{} states", model.path));
+    let started = Instant::now();
+    let report = Checker::new(&model.world)
+        .max_states(args.max_states.unwrap_or(model.limits.max_states))
+        .max_depth(args.max_depth.unwrap_or(model.limits.max_depth))
+        .max_memory_mib(args.max_memory)
+        .symmetry(args.symmetry)
+        .on_progress(|progress| {
+            if let Some(bar) = &bar {
+                bar.set_position(progress.states);
+            }
+        })
+        .bfs();
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let comparison = report.compare(&model.expected());
+    let saved = output::save_traces(
+        &args.traces,
+        stem,
+        model,
+        output::counterexamples(&report).into_iter(),
+        "bfs",
+        args.verbose,
+        &comparison.mismatched,
+    )?;
+    let removed = output::remove_stale_traces(&args.traces, stem, model, &report)?;
+    let traces = saved.paths;
+    let mut replay_commands = Vec::new();
+    if args.json {
+        print_json(model, &report, &comparison, &traces, elapsed_ms);
+    } else {
+        let header = header(model, &report, elapsed_ms);
+        output::print_rows(model, &report, &output::lengths(&report), &header);
+        if !comparison.missing_scenarios.is_empty() {
+            outln!(
+                "  NOT REACHED (the passing verdicts may be vacuous): {}",
+                comparison.missing_scenarios.join(", ")
+            );
+        }
+        for path in &removed {
+            outln!("  removed {} (the property now holds)", path.display());
+        }
+        for (property, trace) in &saved.timelines {
+            outln!(
+                "  counterexample for {} ({} steps):",
+                property.name(),
+                trace.steps.len()
+            );
+            output::print_timeline(trace);
+        }
+        for (property, path) in &traces {
+            let unexpected = comparison
+                .mismatched
+                .iter()
+                .any(|name| name == property.name());
+            let marker = if unexpected { "  (unexpected)" } else { "" };
+            replay_commands.push(format!("retrylab replay {path}{marker}"));
+        }
+        outln!();
+    }
+    Ok(Checked {
+        report,
+        elapsed_ms,
+        matches: comparison.matches,
+        replay_commands,
+    })
+}
+
+fn print_json(
+    model: &Model,
+    report: &Report<World>,
+    comparison: &Comparison,
+    traces: &BTreeMap<Property, String>,
+    elapsed_ms: u64,
+) {
+    print_line(&CheckLine {
+        complete: report.complete,
+        counterexample_len: report.shortest_counterexample(),
+        counterexample_lens: output::by_name(&output::lengths(report)),
+        depth: report.depth,
+        description: model.description.clone(),
+        elapsed_ms,
+        expected: output::expected_map(model),
+        matches: comparison.matches,
+        missing_scenarios: comparison.missing_scenarios.clone(),
+        model: model.path.clone(),
+        peak_bytes: report.peak_bytes,
+        properties: output::verdict_map(report),
+        reached: output::reached_names(report),
+        states: report.states,
+        stopped_by: report.stopped_by.clone(),
+        traces: output::by_name(traces),
+        transitions: report.transitions,
+        visited_bytes_per_state: bytes_per_state(report),
+    });
 }
 
 /// The visited set's bytes per unique state, to one decimal.
@@ -165,11 +203,11 @@ fn print_summary(models: usize, all_match: bool, replay_commands: &[String]) {
     } else {
         "SOME MODELS DID NOT get the verdicts they declare"
     };
-    println!("{models} model(s) checked: {verdict}.");
+    outln!("{models} model(s) checked: {verdict}.");
     if !replay_commands.is_empty() {
-        println!("Counterexamples (replay any with the command shown):");
+        outln!("Counterexamples (replay any with the command shown):");
         for command in replay_commands {
-            println!("  {command}");
+            outln!("  {command}");
         }
     }
 }

@@ -44,12 +44,17 @@ pub struct SimulateLine {
     pub matches: bool,
     pub missing_scenarios: Vec<String>,
     pub model: String,
+    /// SHA-256 of the model file's text, in hex: shards of one run walked the same model.
+    pub model_sha256: String,
     pub properties: Verdicts,
     pub reached: Vec<String>,
     pub required_scenarios: Vec<String>,
     pub seeds: u64,
+    /// `K/N`, or null for an unsharded run.
     pub shard: Option<String>,
     pub states: u64,
+    /// Why the run stopped before its last seed (it is then incomplete), or null.
+    pub stopped_by: Option<String>,
     pub traces: BTreeMap<String, String>,
     pub walks: u64,
 }
@@ -67,10 +72,13 @@ pub struct MergeLine {
     pub matches: bool,
     pub missing_scenarios: Vec<String>,
     pub model: String,
+    pub model_sha256: String,
     pub properties: Verdicts,
     pub reached: Vec<String>,
     pub shards: Vec<Option<String>>,
     pub states: u64,
+    /// The first shard's reason for stopping early, if any stopped (the merge is then incomplete).
+    pub stopped_by: Option<String>,
     pub traces: BTreeMap<String, String>,
     pub walks: u64,
 }
@@ -88,7 +96,7 @@ pub struct ReplayLine {
 
 /// Print one line.
 pub fn print_line(line: &impl Serialize) {
-    println!(
+    outln!(
         "{}",
         serde_json::to_string(line).expect("a JSON line always serialises")
     );

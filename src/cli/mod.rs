@@ -3,12 +3,24 @@
 //! Exit codes: 0 every model got the verdicts it declares (replay: the trace reproduced its violation);
 //! 1 at least one did not; 2 bad input or usage.
 
+/// `println!` for the command's output, safe when stdout is closed (see `stdout.rs`).
+macro_rules! outln {
+    () => {
+        $crate::cli::stdout::write_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::stdout::write_line(format_args!($($arg)*))
+    };
+}
+
 mod check_cmd;
 mod json;
 mod merge_cmd;
+mod names;
 mod output;
 mod replay_cmd;
 mod simulate_cmd;
+mod stdout;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -16,6 +28,9 @@ use std::path::PathBuf;
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_MISMATCH: i32 = 1;
 pub const EXIT_BAD_INPUT: i32 = 2;
+
+/// `--max-memory` unless given, for check and simulate alike.
+pub const MAX_MEMORY_MIB_DEFAULT: u64 = 8192;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -76,7 +91,7 @@ pub struct CheckArgs {
         long,
         alias = "max-memory-mib",
         value_name = "MIB",
-        default_value_t = 8192
+        default_value_t = MAX_MEMORY_MIB_DEFAULT
     )]
     pub max_memory: u64,
     /// Symmetry reduction: merge states that differ only by which client or server process is which.
@@ -109,6 +124,14 @@ pub struct SimulateArgs {
     pub verbose: bool,
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Stop (as incomplete) before the walks' results held at once could exceed this many MiB.
+    #[arg(
+        long,
+        alias = "max-memory-mib",
+        value_name = "MIB",
+        default_value_t = MAX_MEMORY_MIB_DEFAULT
+    )]
+    pub max_memory: u64,
     /// Run only shard K of N (1-based), e.g. `--shard 3/8`; combine the shards with `retrylab merge`.
     #[arg(long, value_parser = parse_shard)]
     pub shard: Option<(u64, u64)>,
@@ -155,15 +178,38 @@ pub fn main() -> i32 {
     run(cli)
 }
 
+/// The most worker threads a run may ask for, whatever the machine (the bound the scale issue sets).
+pub const THREADS_MAX: usize = 1024;
+/// Threads per available core at most: more only add switching (and `--threads 100000` once spawned them all).
+pub const THREADS_PER_CORE_MAX: usize = 64;
+
+/// Refuse a thread count before any thread starts: zero, or more than the machine could use.
+fn check_threads(threads: usize) -> Result<(), String> {
+    let cores = std::thread::available_parallelism().map_or(1, |cores| cores.get());
+    let bound = THREADS_MAX.min(cores.saturating_mul(THREADS_PER_CORE_MAX));
+    if threads == 0 {
+        return Err("must be at least 1".to_string());
+    }
+    if threads > bound {
+        return Err(format!(
+            "{threads} is too many: at most {bound} ({THREADS_PER_CORE_MAX} per core on {cores} core(s), \
+             {THREADS_MAX} in all)"
+        ));
+    }
+    Ok(())
+}
+
 pub fn run(cli: Cli) -> i32 {
     let threads = match &cli.command {
         Command::Check(args) => args.threads,
         Command::Simulate(args) => args.threads,
         Command::Replay(_) | Command::Merge(_) => None,
     };
-    if threads == Some(0) {
-        eprintln!("error: --threads must be at least 1");
-        return EXIT_BAD_INPUT;
+    if let Some(threads) = threads {
+        if let Err(message) = check_threads(threads) {
+            eprintln!("error: --threads: {message}");
+            return EXIT_BAD_INPUT;
+        }
     }
     let pool = match rayon::ThreadPoolBuilder::new()
         .num_threads(threads.unwrap_or(0))

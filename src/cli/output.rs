@@ -91,17 +91,23 @@ pub fn lengths(report: &Report<World>) -> BTreeMap<Property, usize> {
         .collect()
 }
 
-/// The trace file for a model's property: `<traces>/<model file stem>.<property>.json`.
-pub fn trace_path(traces: &Path, model: &Model, property: Property) -> PathBuf {
-    let stem = Path::new(&model.path)
-        .file_stem()
-        .map_or("model".into(), |stem| stem.to_string_lossy().to_string());
+/// A per-property map keyed by property name, as the JSON lines write it.
+pub fn by_name<T: Clone>(map: &BTreeMap<Property, T>) -> BTreeMap<String, T> {
+    map.iter()
+        .map(|(property, value)| (property.name().to_string(), value.clone()))
+        .collect()
+}
+
+/// The trace file for a model's property: `<traces>/<name>.<property>.json`, with the model's name in its run
+/// (`names::unique_names`: the file stem unless two models of the run share it).
+pub fn trace_path(traces: &Path, stem: &str, property: Property) -> PathBuf {
     traces.join(format!("{stem}.{}.json", property.name()))
 }
 
 /// Write a counterexample as a trace file; returns the trace (with its timeline) and where it went.
-pub fn save_trace(
+fn save_trace(
     traces: &Path,
+    stem: &str,
     model: &Model,
     property: Property,
     actions: &[Action],
@@ -111,7 +117,7 @@ pub fn save_trace(
     let run = timeline(&model.world, actions)
         .map_err(|step| format!("internal error: a found path diverges at step {step}"))?;
     let trace = spec::new_trace(model, property.name(), found_by, seed, run.steps);
-    let path = trace_path(traces, model, property);
+    let path = trace_path(traces, stem, property);
     write_atomic(&path, trace.to_json().as_bytes())
         .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
     Ok((trace, path))
@@ -127,6 +133,7 @@ pub struct SavedTraces {
 /// (all with `verbose`, otherwise only those of unexpected verdicts).
 pub fn save_traces<'a>(
     traces: &Path,
+    stem: &str,
     model: &Model,
     counterexamples: impl Iterator<Item = (Property, Option<u64>, &'a [Action])>,
     found_by: &str,
@@ -136,7 +143,7 @@ pub fn save_traces<'a>(
     let mut paths = BTreeMap::new();
     let mut timelines = Vec::new();
     for (property, seed, actions) in counterexamples {
-        let (trace, path) = save_trace(traces, model, property, actions, found_by, seed)?;
+        let (trace, path) = save_trace(traces, stem, model, property, actions, found_by, seed)?;
         paths.insert(property, path.display().to_string());
         if verbose || mismatched.iter().any(|name| name == property.name()) {
             timelines.push((property, trace));
@@ -145,10 +152,39 @@ pub fn save_traces<'a>(
     Ok(SavedTraces { paths, timelines })
 }
 
+/// Remove the trace files this model left for properties that now hold: a fixed model's old counterexample
+/// would otherwise still replay as "reproduced" (against the old text it keeps). Only a trace of this same model
+/// path goes: another model that once had this name (in another run) keeps its file. Returns the paths removed.
+pub fn remove_stale_traces(
+    traces: &Path,
+    stem: &str,
+    model: &Model,
+    report: &Report<World>,
+) -> Result<Vec<PathBuf>, String> {
+    let mut removed = Vec::new();
+    for property in Property::ALL {
+        if report.verdict(property.name()) != Verdict::Holds {
+            continue; // violated: overwritten by this run; incomplete: the old trace may still be right
+        }
+        let path = trace_path(traces, stem, property);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let file = path.display().to_string();
+        let ours = spec::parse_trace(&file, &text).is_ok_and(|trace| trace.model == model.path);
+        if ours {
+            std::fs::remove_file(&path)
+                .map_err(|error| format!("cannot remove stale {file}: {error}"))?;
+            removed.push(path);
+        }
+    }
+    Ok(removed)
+}
+
 /// Print a trace's timeline, indented, for people.
 pub fn print_timeline(trace: &WorldTrace) {
     for step in &trace.steps {
-        println!("    {:>3}. {}", step.step, step.text);
+        outln!("    {:>3}. {}", step.step, step.text);
     }
 }
 
@@ -159,7 +195,7 @@ pub fn print_rows(
     lengths: &BTreeMap<Property, usize>,
     header: &str,
 ) {
-    println!("{header}");
+    outln!("{header}");
     for property in Property::ALL {
         let actual = report.verdict(property.name());
         let expected = model
@@ -175,7 +211,7 @@ pub fn print_rows(
         let length = lengths
             .get(&property)
             .map_or(String::new(), |steps| format!("{steps} steps"));
-        println!(
+        outln!(
             "  {:<26} {:<11} {:<10} {:<9} {}",
             property.name(),
             actual.name(),

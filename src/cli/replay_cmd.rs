@@ -13,14 +13,20 @@ pub fn run(args: &ReplayArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    let outcome = spec::parse_trace(&file, &text).and_then(|parsed| spec::replay(&file, &parsed));
-    let outcome = match outcome {
+    let outcome = spec::parse_trace(&file, &text).and_then(|parsed| {
+        let outcome = spec::replay(&file, &parsed)?;
+        Ok((outcome, parsed))
+    });
+    let (outcome, trace) = match outcome {
         Ok(outcome) => outcome,
         Err(error) => {
             eprintln!("error: {error}");
             return EXIT_BAD_INPUT;
         }
     };
+    if let Some(warning) = model_file_warning(&trace) {
+        eprintln!("warning: {warning}");
+    }
     if args.json {
         print_line(&ReplayLine {
             model: outcome.model.path.clone(),
@@ -31,21 +37,21 @@ pub fn run(args: &ReplayArgs) -> i32 {
             violated_at: outcome.violated_at,
         });
     } else {
-        println!("{} ({})", outcome.model.path, outcome.model.description);
-        println!(
+        outln!("{} ({})", outcome.model.path, outcome.model.description);
+        outln!(
             "property {}: {}",
             outcome.property.name(),
             outcome.property.description()
         );
         for step in &outcome.steps {
-            println!("  {:>3}. {}", step.step, step.text);
+            outln!("  {:>3}. {}", step.step, step.text);
         }
         match outcome.violated_at {
-            Some(step) => println!(
+            Some(step) => outln!(
                 "reproduced: {} violated at step {step}",
                 outcome.property.name()
             ),
-            None => println!(
+            None => outln!(
                 "NOT reproduced: the trace ran, but {} was not violated",
                 outcome.property.name()
             ),
@@ -55,5 +61,25 @@ pub fn run(args: &ReplayArgs) -> i32 {
         EXIT_OK
     } else {
         EXIT_MISMATCH
+    }
+}
+
+/// A trace replays the model text stored in it; when the file it came from now says something else (the model was
+/// fixed since) or is gone, a "reproduced" speaks of the old text only: say so. Paths are as the trace's run gave
+/// them, so from another folder a file can look gone.
+fn model_file_warning(trace: &spec::WorldTrace) -> Option<String> {
+    let path = &trace.model;
+    match std::fs::read_to_string(path) {
+        Ok(text) if text == trace.model_source => None,
+        Ok(_) => Some(format!(
+            "{path} has changed since this trace was written: replayed the model text stored in the trace (check \
+             the model again for a current trace)"
+        )),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Some(format!(
+            "{path} is gone (from this folder): replayed the model text stored in the trace"
+        )),
+        Err(error) => Some(format!(
+            "{path} cannot be read ({error}): replayed the model text stored in the trace"
+        )),
     }
 }

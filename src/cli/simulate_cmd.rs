@@ -1,21 +1,28 @@
 //! `retrylab simulate`: seeded swarm random walks. Walks never prove a property: what they do not violate is
-//! `incomplete`. The JSON output is identical from run to run for the same seeds (`elapsed_ms` aside).
+//! `incomplete`. The JSON output is identical from run to run for the same seeds (`elapsed_ms` aside), and each
+//! line says which run and shard it is (model text hash, seeds, shard) so that `retrylab merge` can check it.
 
 use super::json::{print_line, SimulateLine};
-use super::output;
-use super::{SimulateArgs, EXIT_MISMATCH, EXIT_OK};
-use retrylab::check::Checker;
+use super::{names, output};
+use super::{SimulateArgs, EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
+use retrylab::check::{Checker, Comparison, Report};
+use retrylab::model::World;
+use retrylab::spec::Model;
+use sha2::{Digest, Sha256};
+use std::path::Path;
 use std::time::Instant;
 
 pub fn run(args: &SimulateArgs) -> i32 {
-    if args.seeds == 0 {
-        eprintln!("error: --seeds: must be at least 1");
-        return super::EXIT_BAD_INPUT;
+    if let Err(message) = check_seeds(args.seeds, args.max_depth) {
+        eprintln!("error: --seeds: {message}");
+        return EXIT_BAD_INPUT;
     }
     let models = match output::load_all(&args.paths) {
         Ok(models) => models,
         Err(code) => return code,
     };
+    let paths: Vec<&str> = models.iter().map(|model| model.path.as_str()).collect();
+    let names = names::unique_names(&paths);
     // Shards may run side by side on one machine: each writes its traces to its own folder.
     let traces_dir = match args.shard {
         Some((k, n)) => args.traces.join(format!("shard-{k}-of-{n}")),
@@ -23,103 +30,17 @@ pub fn run(args: &SimulateArgs) -> i32 {
     };
     let mut all_match = true;
     let mut replay_commands = Vec::new();
-    for model in &models {
-        let bar = output::progress(args.json, &format!("{} walks", model.path));
-        let started = Instant::now();
-        let mut checker = Checker::new(&model.world).max_depth(args.max_depth);
-        if let Some((k, n)) = args.shard {
-            checker = checker.shard(k, n);
-        }
-        let report = checker
-            .on_progress(|progress| {
-                if let Some(bar) = &bar {
-                    bar.set_position(progress.states);
-                }
-            })
-            .walks(args.seed, args.seeds);
-        let elapsed_ms = started.elapsed().as_millis() as u64;
-        if let Some(bar) = bar {
-            bar.finish_and_clear();
-        }
-        let comparison = report.compare(&model.expected());
-        all_match &= comparison.matches;
-        let counterexamples = output::counterexamples(&report);
-        let saved = output::save_traces(
-            &traces_dir,
-            model,
-            counterexamples.iter().copied(),
-            "random-walk",
-            args.verbose,
-            &comparison.mismatched,
-        );
-        let (traces, timelines) = match saved {
-            Ok(saved) => (saved.paths, saved.timelines),
+    for (model, name) in models.iter().zip(names) {
+        match simulate_one(args, model, &traces_dir, &name.stem) {
+            Ok((matches, commands)) => {
+                all_match &= matches;
+                replay_commands.extend(commands);
+            }
             Err(message) => {
                 eprintln!("error: {message}");
-                return super::EXIT_BAD_INPUT;
+                return EXIT_BAD_INPUT;
             }
-        };
-        let lengths = output::lengths(&report);
-        if args.json {
-            print_line(&SimulateLine {
-                counterexample_len: lengths.values().min().copied(),
-                counterexample_lens: lengths
-                    .iter()
-                    .map(|(property, length)| (property.name().to_string(), *length))
-                    .collect(),
-                counterexample_seeds: counterexamples
-                    .iter()
-                    .filter_map(|(property, seed, _)| Some((property.name().to_string(), (*seed)?)))
-                    .collect(),
-                cut_walks: report.cut_walks,
-                depth: args.max_depth,
-                elapsed_ms,
-                expected: output::expected_map(model),
-                first_seed: args.seed,
-                matches: comparison.matches,
-                missing_scenarios: comparison.missing_scenarios.clone(),
-                model: model.path.clone(),
-                properties: output::verdict_map(&report),
-                reached: output::reached_names(&report),
-                required_scenarios: model.expected().reached,
-                seeds: args.seeds,
-                shard: args.shard.map(|(k, n)| format!("{k}/{n}")),
-                states: report.states,
-                traces: traces
-                    .iter()
-                    .map(|(property, path)| (property.name().to_string(), path.clone()))
-                    .collect(),
-                walks: report.walks,
-            });
-            continue;
         }
-        let header = format!(
-            "{}  [{} walks from seed {}, {} steps, {} cut at depth {}, {:.2} s]",
-            model.path,
-            args.seeds,
-            args.seed,
-            report.states,
-            report.cut_walks,
-            args.max_depth,
-            elapsed_ms as f64 / 1000.0
-        );
-        output::print_rows(model, &report, &lengths, &header);
-        if !comparison.missing_scenarios.is_empty() {
-            println!("  NOT REACHED: {}", comparison.missing_scenarios.join(", "));
-        }
-        for (property, trace) in &timelines {
-            println!(
-                "  counterexample for {} (seed {:?}, {} steps):",
-                property.name(),
-                trace.seed,
-                trace.steps.len()
-            );
-            output::print_timeline(trace);
-        }
-        for path in traces.values() {
-            replay_commands.push(format!("retrylab replay {path}"));
-        }
-        println!();
     }
     if !args.json {
         let verdict = if all_match {
@@ -127,14 +48,168 @@ pub fn run(args: &SimulateArgs) -> i32 {
         } else {
             "SOME MODELS DID NOT get the verdicts they declare"
         };
-        println!("{} model(s) simulated: {verdict}.", models.len());
+        outln!("{} model(s) simulated: {verdict}.", models.len());
         for command in &replay_commands {
-            println!("  {command}");
+            outln!("  {command}");
         }
     }
     if all_match {
         EXIT_OK
     } else {
         EXIT_MISMATCH
+    }
+}
+
+/// Refuse a run whose summary could not be counted: every walk's steps add up in a u64 (and `merge` adds the
+/// shards' up again), so seeds x max-depth must fit.
+fn check_seeds(seeds: u64, max_depth: u32) -> Result<(), String> {
+    if seeds == 0 {
+        return Err("must be at least 1".to_string());
+    }
+    if seeds.checked_mul(u64::from(max_depth)).is_none() {
+        return Err(format!(
+            "{seeds} walks of up to {max_depth} steps: the step total would not fit in 64 bits (at most {} seeds \
+             at this --max-depth)",
+            u64::MAX / u64::from(max_depth)
+        ));
+    }
+    Ok(())
+}
+
+/// The hash that tells one model text from another in `simulate --json` lines (`merge` compares it).
+fn model_sha256(model: &Model) -> String {
+    hex::encode(Sha256::digest(model.source_text.as_bytes()))
+}
+
+/// Walk one model, save its counterexamples under `stem`, print its rows or its JSON line. Returns whether its
+/// verdicts match and its replay commands; an error is a file that could not be written.
+fn simulate_one(
+    args: &SimulateArgs,
+    model: &Model,
+    traces_dir: &Path,
+    stem: &str,
+) -> Result<(bool, Vec<String>), String> {
+    let bar = output::progress(args.json, &format!("{} walks", model.path));
+    let started = Instant::now();
+    let mut checker = Checker::new(&model.world)
+        .max_depth(args.max_depth)
+        .max_memory_mib(args.max_memory);
+    if let Some((k, n)) = args.shard {
+        checker = checker.shard(k, n);
+    }
+    let report = checker
+        .on_progress(|progress| {
+            if let Some(bar) = &bar {
+                bar.set_position(progress.states);
+            }
+        })
+        .walks(args.seed, args.seeds);
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let comparison = report.compare(&model.expected());
+    let saved = output::save_traces(
+        traces_dir,
+        stem,
+        model,
+        output::counterexamples(&report).into_iter(),
+        "random-walk",
+        args.verbose,
+        &comparison.mismatched,
+    )?;
+    if args.json {
+        print_line(&json_line(
+            args,
+            model,
+            &report,
+            &comparison,
+            &saved.paths,
+            elapsed_ms,
+        ));
+        return Ok((comparison.matches, Vec::new()));
+    }
+    print_human(args, model, &report, &comparison, &saved, elapsed_ms);
+    let commands = saved
+        .paths
+        .values()
+        .map(|path| format!("retrylab replay {path}"))
+        .collect();
+    Ok((comparison.matches, commands))
+}
+
+fn print_human(
+    args: &SimulateArgs,
+    model: &Model,
+    report: &Report<World>,
+    comparison: &Comparison,
+    saved: &output::SavedTraces,
+    elapsed_ms: u64,
+) {
+    let stopped = match &report.stopped_by {
+        None => String::new(),
+        Some(reason) => format!(", INCOMPLETE: {reason} after {} walks", report.walks),
+    };
+    let header = format!(
+        "{}  [{} walks from seed {}, {} steps, {} cut at depth {}{stopped}, {:.2} s]",
+        model.path,
+        args.seeds,
+        args.seed,
+        report.states,
+        report.cut_walks,
+        args.max_depth,
+        elapsed_ms as f64 / 1000.0
+    );
+    output::print_rows(model, report, &output::lengths(report), &header);
+    if !comparison.missing_scenarios.is_empty() {
+        outln!("  NOT REACHED: {}", comparison.missing_scenarios.join(", "));
+    }
+    for (property, trace) in &saved.timelines {
+        outln!(
+            "  counterexample for {} (seed {:?}, {} steps):",
+            property.name(),
+            trace.seed,
+            trace.steps.len()
+        );
+        output::print_timeline(trace);
+    }
+    outln!();
+}
+
+fn json_line(
+    args: &SimulateArgs,
+    model: &Model,
+    report: &Report<World>,
+    comparison: &Comparison,
+    traces: &std::collections::BTreeMap<retrylab::model::Property, String>,
+    elapsed_ms: u64,
+) -> SimulateLine {
+    let counterexamples = output::counterexamples(report);
+    let lengths = output::lengths(report);
+    SimulateLine {
+        counterexample_len: lengths.values().min().copied(),
+        counterexample_lens: output::by_name(&lengths),
+        counterexample_seeds: counterexamples
+            .iter()
+            .filter_map(|(property, seed, _)| Some((property.name().to_string(), (*seed)?)))
+            .collect(),
+        cut_walks: report.cut_walks,
+        depth: args.max_depth,
+        elapsed_ms,
+        expected: output::expected_map(model),
+        first_seed: args.seed,
+        matches: comparison.matches,
+        missing_scenarios: comparison.missing_scenarios.clone(),
+        model: model.path.clone(),
+        model_sha256: model_sha256(model),
+        properties: output::verdict_map(report),
+        reached: output::reached_names(report),
+        required_scenarios: model.expected().reached,
+        seeds: args.seeds,
+        shard: args.shard.map(|(k, n)| format!("{k}/{n}")),
+        states: report.states,
+        stopped_by: report.stopped_by.clone(),
+        traces: output::by_name(traces),
+        walks: report.walks,
     }
 }

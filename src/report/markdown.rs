@@ -18,27 +18,8 @@ pub struct Drawn {
 /// The header of the time column; `tests/report.rs` masks this column.
 pub const TIME_HEADER: &str = "time (wall clock)";
 
-/// The model file's name: the table and anchors must not depend on where the models folder was given from.
-pub fn model_name(entry: &Entry) -> String {
-    std::path::Path::new(&entry.model.path)
-        .file_name()
-        .map_or_else(
-            || entry.model.path.clone(),
-            |name| name.to_string_lossy().to_string(),
-        )
-}
-
-pub fn model_stem(entry: &Entry) -> String {
-    std::path::Path::new(&entry.model.path)
-        .file_stem()
-        .map_or_else(
-            || "model".to_string(),
-            |stem| stem.to_string_lossy().to_string(),
-        )
-}
-
 fn anchor(entry: &Entry, property: Property) -> String {
-    let raw = format!("{}--{}", model_stem(entry), property.name());
+    let raw = format!("{}--{}", entry.stem, property.name());
     raw.chars()
         .map(|character| {
             if character.is_ascii_alphanumeric() || character == '-' {
@@ -154,7 +135,7 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
         let _ = write!(
             out,
             "| `{}` | {} |",
-            model_name(entry),
+            entry.shown,
             cell(&entry.model.description)
         );
         for property in Property::ALL {
@@ -185,8 +166,7 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
         let _ = writeln!(
             out,
             "\n### `{}`\n\n{}",
-            model_name(entry),
-            entry.model.description
+            entry.shown, entry.model.description
         );
         if !entry.model.source.is_empty() {
             let _ = writeln!(out, "\nSource: {}", entry.model.source);

@@ -32,6 +32,10 @@ pub struct Entry {
     pub report: Report<World>,
     /// Wall-clock time of the search: the one nondeterministic column.
     pub elapsed_ms: u64,
+    /// The model's name in file names and anchors, unique in the run (the file stem unless two models share it).
+    pub stem: String,
+    /// The model's name in the table and headings (the file name unless two models share it).
+    pub shown: String,
 }
 
 /// The folder of a report's SVG files: beside the report, named after it.
@@ -56,7 +60,7 @@ pub fn write_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<PathBuf
     let mut drawn_all = Vec::with_capacity(entries.len());
     let mut svgs: Vec<(PathBuf, String)> = Vec::new();
     for entry in entries {
-        let stem = markdown::model_stem(entry);
+        let stem = &entry.stem;
         let mut drawn = Vec::new();
         for (found, actions) in entry.report.counterexamples() {
             let property = Property::by_name(&found.name).expect("the world's own property");
@@ -83,7 +87,7 @@ pub fn write_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<PathBuf
             let file_name = format!("{stem}.{}.svg", property.name());
             let title = format!(
                 "{}: {} violated ({} steps)",
-                markdown::model_name(entry),
+                entry.shown,
                 property.name(),
                 steps.len()
             );
