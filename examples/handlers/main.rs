@@ -57,6 +57,16 @@ fn faults(f: impl FnOnce(&mut HandlerFaults)) -> HandlerFaults {
     faults
 }
 
+/// The article's handler (for tests that compare it with its knob model).
+pub fn article_handler() -> article::Article {
+    article::Article
+}
+
+/// Select-then-insert's handler.
+pub fn select_then_insert_handler() -> select_then_insert::SelectThenInsert {
+    select_then_insert::SelectThenInsert
+}
+
 /// What is done with each design of the catalogue.
 pub trait Visit {
     fn design<H: Handler>(
