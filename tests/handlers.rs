@@ -7,7 +7,7 @@
 mod handlers;
 
 use handlers::Visit;
-use retrylab::check::{Expected, Model, Verdict};
+use retrylab::check::{Model, Verdict};
 use retrylab::handler::lockstep::{drive, Backend, PostgresBackend, SqliteBackend};
 use retrylab::handler::{Handler, HandlerWorld};
 use retrylab::servers::postgres::TempPostgres;
@@ -39,11 +39,7 @@ impl Visit for Replay {
         reached: &[&str],
     ) {
         let report = world.checker().bfs();
-        let expected = Expected {
-            verdicts: declared.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
-            reached: reached.iter().map(|n| n.to_string()).collect(),
-        };
-        let comparison = report.compare(&expected);
+        let comparison = report.compare(&handlers::expected(declared, reached));
         assert!(comparison.matches, "{name}: {comparison:?}");
         for (property, path) in report.counterexamples() {
             let folder = tempfile::tempdir().unwrap();

@@ -73,11 +73,21 @@ pub async fn handle<S: Store>(
         db.provider_charge(provider_key.as_deref(), &request.body)
             .await?;
     }
+    pay_fenced(db, request, &key, &mine).await
+}
+
+/// The payment and the completion in one transaction, the completion a compare-and-set on our own claim
+/// (fencing): if the claim was taken over meanwhile, our payment rolls back and the client hears 409.
+pub async fn pay_fenced<S: Store>(
+    db: &mut S,
+    request: &Request,
+    key: &str,
+    mine: &str,
+) -> Result<Reply, StoreError> {
     db.begin().await?;
     let payment = db.insert_effect("payments", &request.body).await?;
-    // Fencing: complete only the claim we made; if it was taken over, our payment rolls back.
     if !db
-        .update("keys", &key, &completed(payment), Some(&mine))
+        .update("keys", key, &completed(payment), Some(mine))
         .await?
     {
         db.rollback().await?;

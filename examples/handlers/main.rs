@@ -78,6 +78,14 @@ pub trait Visit {
     );
 }
 
+/// What a design declares, for `Report::compare`.
+pub fn expected(declared: &[(&str, Verdict)], reached: &[&str]) -> Expected {
+    Expected {
+        verdicts: declared.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+        reached: reached.iter().map(|n| n.to_string()).collect(),
+    }
+}
+
 /// Checks each design into a line.
 struct Lines(Vec<Line>);
 
@@ -103,11 +111,7 @@ fn check<H: Handler>(
     let started = Instant::now();
     let report: Report<HandlerWorld<H>> = world.checker().bfs();
     let elapsed_ms = started.elapsed().as_millis() as u64;
-    let expected = Expected {
-        verdicts: declared.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
-        reached: reached.iter().map(|n| n.to_string()).collect(),
-    };
-    let comparison = report.compare(&expected);
+    let comparison = report.compare(&expected(declared, reached));
     let sometimes = retrylab::check::Kind::Sometimes;
     let unexpected = comparison
         .mismatched

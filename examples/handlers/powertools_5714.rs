@@ -4,7 +4,7 @@
 //! fix: take over with a compare-and-set on the record that was read.
 
 use super::common::*;
-use super::lease_fenced::expired;
+use super::lease_fenced::{expired, pay_fenced};
 use retrylab::handler::{Handler, Reply, Request, Store, StoreError};
 
 pub struct UnconditionalTakeOver;
@@ -44,16 +44,6 @@ async fn handle<S: Store>(
             return Ok(answer_existing(db.get("keys", &key).await?.as_deref()));
         }
     }
-    db.begin().await?;
-    let payment = db.insert_effect("payments", &request.body).await?;
     // The owner completes only its own claim (fencing), in both variants: the bug is the take-over alone.
-    if !db
-        .update("keys", &key, &completed(payment), Some(&mine))
-        .await?
-    {
-        db.rollback().await?;
-        return Ok(Reply::new(409, "{}"));
-    }
-    db.commit().await?;
-    Ok(Reply::new(201, completed(payment)))
+    pay_fenced(db, request, &key, &mine).await
 }
