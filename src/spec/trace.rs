@@ -49,7 +49,11 @@ pub struct ReplayOutcome {
 
 /// Replay a trace against its embedded model file, strictly.
 pub fn replay(file: &str, trace: &WorldTrace) -> Result<ReplayOutcome, SpecError> {
-    let model = parse_model(&trace.model, &trace.model_source)?;
+    let model = parse_model(&trace.model, &trace.model_source).map_err(|error| SpecError {
+        // The text that failed is the trace's copy, not the file on disk (which may since have changed).
+        file: format!("{file} (its embedded model {})", trace.model),
+        ..error
+    })?;
     let property = Property::by_name(&trace.property).ok_or_else(|| {
         SpecError::whole_file(
             file,
