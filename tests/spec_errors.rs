@@ -186,3 +186,38 @@ fn an_error_in_a_traces_embedded_model_names_the_trace() {
         (line_of(&trace.model_source, "count"), "clients.count")
     );
 }
+
+#[test]
+fn a_folder_check_skips_other_tools_toml_and_build_caches() {
+    let folder = tempfile::tempdir().unwrap();
+    let root = folder.path();
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    std::fs::copy(&manifest, root.join("Cargo.toml")).unwrap();
+    std::fs::write(root.join("rustfmt.toml"), "edition = \"2021\"\n").unwrap();
+    std::fs::write(root.join("model.toml"), shipped("lease-fenced.toml")).unwrap();
+    // A model with a typo is still a model file: reported, not passed over.
+    std::fs::write(root.join("typo.toml"), "[clients\ncount = 1\n").unwrap();
+    for skipped in [".git", "target"] {
+        std::fs::create_dir(root.join(skipped)).unwrap();
+        std::fs::write(
+            root.join(skipped).join("x.toml"),
+            shipped("lease-fenced.toml"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        root.join("target/CACHEDIR.TAG"),
+        "Signature: 8a477f597d28d172789f06886806bc55",
+    )
+    .unwrap();
+    let files = retrylab::spec::model_files(root).unwrap();
+    let names: Vec<_> = files
+        .iter()
+        .map(|file| file.strip_prefix(root).unwrap().to_path_buf())
+        .collect();
+    assert_eq!(names, [Path::new("model.toml"), Path::new("typo.toml")]);
+    let only_cargo = tempfile::tempdir().unwrap();
+    std::fs::copy(&manifest, only_cargo.path().join("Cargo.toml")).unwrap();
+    let error = retrylab::spec::model_files(only_cargo.path()).unwrap_err();
+    assert!(error.message.contains("Cargo.toml, is skipped"), "{error}");
+}

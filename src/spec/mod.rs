@@ -70,7 +70,9 @@ pub fn load_model(path: &Path) -> Result<Model, SpecError> {
     parse_model(&name, &text)
 }
 
-/// The model files under `path`: the file itself, or every `*.toml` below a folder, sorted by path.
+/// The model files under `path`: the file itself, or every model file below a folder, sorted by path. Below a
+/// folder a model file is a `*.toml` that is not TOML of another tool (see `is_model_text`); hidden folders and
+/// build caches (a `CACHEDIR.TAG`, as in cargo's `target/`) are not entered, so `check .` in a repository works.
 pub fn model_files(path: &Path) -> Result<Vec<std::path::PathBuf>, SpecError> {
     let name = path.display().to_string();
     let metadata = std::fs::metadata(path)
@@ -100,11 +102,15 @@ pub fn model_files(path: &Path) -> Result<Vec<std::path::PathBuf>, SpecError> {
         })?;
         for entry in entries.flatten() {
             let entry_path = entry.path();
+            let hidden = entry.file_name().to_string_lossy().starts_with('.');
             if entry_path.is_dir() {
-                folders.push(entry_path);
+                if !hidden && !entry_path.join("CACHEDIR.TAG").exists() {
+                    folders.push(entry_path);
+                }
             } else if entry_path
                 .extension()
                 .is_some_and(|extension| extension == "toml")
+                && std::fs::read_to_string(&entry_path).map_or(true, |text| is_model_text(&text))
             {
                 files.push(entry_path);
             }
@@ -115,10 +121,31 @@ pub fn model_files(path: &Path) -> Result<Vec<std::path::PathBuf>, SpecError> {
         return Err(SpecError::whole_file(
             &name,
             "",
-            "no *.toml model files here",
+            "no model files here (a model file is a *.toml with a [clients] or [expect] table; other TOML, such as Cargo.toml, is skipped)",
         ));
     }
     Ok(files)
+}
+
+/// Whether a `*.toml` found in a folder is meant as a model file: TOML with none of a model's tables (Cargo.toml,
+/// rustfmt.toml) is another tool's and skipped; anything else, broken TOML included, is checked, so a model with
+/// a typo is reported rather than passed over.
+pub fn is_model_text(text: &str) -> bool {
+    const MODEL_TABLES: [&str; 9] = [
+        "clients",
+        "expect",
+        "protocol",
+        "broker",
+        "consumer",
+        "servers",
+        "faults",
+        "limits",
+        "description",
+    ];
+    match text.parse::<toml::Table>() {
+        Ok(table) => MODEL_TABLES.iter().any(|name| table.contains_key(*name)),
+        Err(_) => true,
+    }
 }
 
 /// Parse a model file's text; `file` names it in errors.
