@@ -31,7 +31,9 @@ pub fn parse_trace(file: &str, text: &str) -> Result<WorldTrace, SpecError> {
     Trace::from_json(text).map_err(|error| SpecError {
         file: file.to_string(),
         line: error.line,
-        column: error.column,
+        // serde_json says column 0 for an error at a line's end (a raw newline inside a string): the contract is
+        // 1-based.
+        column: error.column.max(1),
         field: error.field,
         message: error.message,
     })
