@@ -103,6 +103,7 @@ fn validate(cli: Cli) -> Result<Options, String> {
         config.strategies.extend(EXTRA_STRATEGIES);
     }
     config.validate().map_err(|e| e.to_string())?;
+    retrylab::atomic::ensure_writable_folder(&cli.out)?;
     Ok(Options {
         config,
         out: cli.out,

@@ -63,6 +63,7 @@ fn validate(cli: &Cli) -> Result<Config, String> {
             return Err(format!("{flag} must be in [0, 1), got {value}"));
         }
     }
+    retrylab::atomic::ensure_writable_folder(&cli.out)?;
     Ok(Config {
         seed: cli.seed,
         runs: cli.runs,

@@ -150,6 +150,11 @@ impl Common {
         results
     }
 
+    /// Refuse an unwritable `--out` before the sweep (a usage error, exit 2).
+    pub fn check_out(&self) -> Result<(), Failure> {
+        retrylab::atomic::ensure_writable_folder(&self.out).map_err(Failure::Usage)
+    }
+
     pub fn out_dir(&self) -> Result<OutDir, String> {
         std::fs::create_dir_all(&self.out)
             .map_err(|e| format!("creating {}: {e}", self.out.display()))?;

@@ -54,6 +54,7 @@ const TRIGGER_S_MAX: u32 = 30;
 fn main() -> ExitCode {
     harness::main_with("metastability", |cli: Cli| {
         let common = cli.common.resolve(&DEFAULTS).map_err(Failure::Usage)?;
+        common.check_out()?;
         if !(1..=TRIGGER_S_MAX).contains(&cli.trigger_s) {
             return Err(Failure::Usage(format!(
                 "--trigger-s must be in 1..={TRIGGER_S_MAX}, got {}",

@@ -49,6 +49,7 @@ struct Cli {
 fn main() -> ExitCode {
     harness::main_with("retry-budget", |cli: Cli| {
         let common = cli.common.resolve(&DEFAULTS).map_err(Failure::Usage)?;
+        common.check_out()?;
         harness::check_duration_s(cli.duration_s, 2, 3600)?;
         run(&common, cli.duration_s)
     })

@@ -40,6 +40,7 @@ struct Cli {
 fn main() -> ExitCode {
     harness::main_with("retry-layers", |cli: Cli| {
         let common = cli.common.resolve(&DEFAULTS).map_err(Failure::Usage)?;
+        common.check_out()?;
         run(&common)
     })
 }

@@ -57,6 +57,7 @@ struct Cli {
 fn main() -> ExitCode {
     harness::main_with("retry-safety", |cli: Cli| {
         let common = cli.common.resolve(&DEFAULTS).map_err(Failure::Usage)?;
+        common.check_out()?;
         harness::check_duration_s(cli.duration_s, 30, 3600)?;
         let timeouts_ms = cli.timeouts_ms.unwrap_or(TIMEOUTS_MS.to_vec());
         let in_range = |t: &u32| (TIMEOUT_MS_MIN..=TIMEOUT_MS_MAX).contains(t);

@@ -55,6 +55,11 @@ fn faults_up_to(count: u32) -> Faults {
 
 fn main() {
     let args = Args::parse();
+    // Refuse an unwritable --out before the searches, not after them.
+    if let Err(message) = retrylab::atomic::ensure_writable_folder(&args.out) {
+        eprintln!("error: {message}");
+        std::process::exit(2);
+    }
     let base = match load_model(&args.model) {
         Ok(model) => model.world,
         Err(error) => {

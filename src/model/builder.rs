@@ -265,7 +265,10 @@ impl WorldBuilder {
             ("faults.producer-restarts", self.faults.producer_restarts),
         ];
         if let Some((field, _)) = queue_faults.iter().find(|(_, budget)| *budget > 0) {
-            invalid(field, "only a queue model ([broker]) republishes events")?;
+            invalid(
+                field,
+                "only a queue model ([broker]) republishes events: must be 0 (or absent) in an HTTP model",
+            )?;
         }
         Ok(())
     }
@@ -289,7 +292,7 @@ impl WorldBuilder {
         if self.clients.key_policy != KeyPolicy::PerOperation {
             invalid(
                 "clients.key-policy",
-                "a queue model keys its inbox by consumer.dedup-key (\"delivery-number\" is the per-attempt key)",
+                "must be \"per-operation\" (or absent) in a queue model, which keys its inbox by consumer.dedup-key (\"delivery-number\" is the per-attempt key)",
             )?;
         }
         if self.clients.max_attempts >= COPY_DELIVERY_BASE {
@@ -304,11 +307,17 @@ impl WorldBuilder {
         if self.faults.handler_errors > 0 {
             invalid(
                 "faults.handler-errors",
-                "a queue model's consumer does not fail with a 500; use crashes",
+                "must be 0 (or absent) in a queue model: its consumer does not fail with a 500; use crashes",
             )?;
         }
         if self.faults.republishes > 4 {
-            invalid("faults.republishes", "at most 4 republishes")?;
+            invalid(
+                "faults.republishes",
+                format!(
+                    "must be between 0 and 4 (found {})",
+                    self.faults.republishes
+                ),
+            )?;
         }
         Ok(())
     }

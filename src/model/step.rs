@@ -173,7 +173,9 @@ impl<S: Server> WorldOf<S> {
         // Retry-After: told 409 by a server with a lease, the client waits until the lease is over (or the record
         // completed). Without a lease the server has nothing to tell, and the client retries at once.
         if after_conflict && self.server.lease().is_some() {
-            let key = self.key_for(client, client_state.op, client_state.attempts + 1);
+            // The key the 409 answered: the last attempt's (under per-attempt keys the next one's was never
+            // claimed, so looking it up would never wait).
+            let key = self.key_for(client, client_state.op, client_state.attempts);
             if let Some(record) = state.store.records.get(&key) {
                 if matches!(
                     record.status,
@@ -562,5 +564,67 @@ fn take_message(network: &mut SortedMap<Message, u8, 8>, message: &Message) {
         if *count == 0 {
             network.remove(message);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::World;
+    use crate::protocol::Lease;
+    use std::collections::HashSet;
+
+    /// Under per-attempt keys with a lease, a client told 409 waits while the key that answered is in_progress
+    /// with a live lease: in every reachable state, never a `Send` then (and such states are reached).
+    #[test]
+    fn retry_after_waits_on_the_key_the_409_answered() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models/per-attempt-duplicated-request.toml");
+        let model = crate::spec::load_model(&path).expect("a shipped model");
+        let world = model
+            .world
+            .to_builder()
+            .lease(Lease::Ms(30_000))
+            .build()
+            .expect("a lease is a valid knob");
+        let World::Http(http) = &world else {
+            panic!("an HTTP model")
+        };
+        let mut seen = HashSet::new();
+        let mut frontier = vec![world.init_state()];
+        let mut waiting_states = 0;
+        let mut actions = Vec::new();
+        while let Some(state) = frontier.pop() {
+            assert!(seen.len() < 100_000, "the model is small");
+            if !seen.insert(state.clone()) {
+                continue;
+            }
+            world.actions(&state, &mut actions);
+            let client = &state.clients[0];
+            let told_409 = client.phase
+                == (ClientPhase::Ready {
+                    after_conflict: true,
+                });
+            let live = told_409
+                && matches!(
+                    state
+                        .store
+                        .records
+                        .get(&http.key_for(0, client.op, client.attempts))
+                        .map(|record| record.status),
+                    Some(RecordStatus::InProgress {
+                        lease_expired: false,
+                        ..
+                    })
+                );
+            if live {
+                waiting_states += 1;
+                assert!(!actions.contains(&Action::Send { client: 0 }), "{state:?}");
+            }
+            for action in actions.clone() {
+                frontier.push(world.next_state(&state, &action).0);
+            }
+        }
+        assert!(waiting_states > 0, "a 409 under a live lease is reached");
     }
 }

@@ -186,7 +186,7 @@ pub fn write_line_chart(chart: &LineChart, dir: &Path, stem: &str) -> Result<(),
         path: png_path.clone(),
         source,
     };
-    let temp = tempfile::Builder::new()
+    let temp = crate::atomic::output_file_builder()
         .prefix(&format!(".{stem}-"))
         .suffix(".png")
         .tempfile_in(dir)

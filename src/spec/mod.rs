@@ -1,19 +1,22 @@
 //! The model-file format (TOML): parse, validate, and report errors with file:line:column and the field.
 //! See README.md "Writing a model file" for the user's view of every field.
 
+mod body;
 mod error;
+mod locate;
 mod raw;
 mod trace;
 
 pub use error::{field_at, line_column, SpecError};
+pub use locate::field_offset;
 pub use trace::{new_trace, parse_trace, replay, ReplayOutcome, WorldTrace};
 
 use crate::check::Verdict;
 use crate::model::{
     Body, ClientsConfig, Event, Operation, Property, Provider, QueueConfig, World, WorldError,
 };
-use crate::protocol::{self, Lease, ProtocolConfig};
-use raw::{RawModel, RawOperation};
+use crate::protocol::{Lease, ProtocolConfig};
+use raw::RawModel;
 use std::collections::BTreeMap;
 use std::path::Path;
 use toml::Spanned;
@@ -67,7 +70,9 @@ pub fn load_model(path: &Path) -> Result<Model, SpecError> {
     parse_model(&name, &text)
 }
 
-/// The model files under `path`: the file itself, or every `*.toml` below a folder, sorted by path.
+/// The model files under `path`: the file itself, or every model file below a folder, sorted by path. Below a
+/// folder a model file is a `*.toml` that is not TOML of another tool (see `is_model_text`); hidden folders and
+/// build caches (a `CACHEDIR.TAG`, as in cargo's `target/`) are not entered, so `check .` in a repository works.
 pub fn model_files(path: &Path) -> Result<Vec<std::path::PathBuf>, SpecError> {
     let name = path.display().to_string();
     let metadata = std::fs::metadata(path)
@@ -97,11 +102,15 @@ pub fn model_files(path: &Path) -> Result<Vec<std::path::PathBuf>, SpecError> {
         })?;
         for entry in entries.flatten() {
             let entry_path = entry.path();
+            let hidden = entry.file_name().to_string_lossy().starts_with('.');
             if entry_path.is_dir() {
-                folders.push(entry_path);
+                if !hidden && !entry_path.join("CACHEDIR.TAG").exists() {
+                    folders.push(entry_path);
+                }
             } else if entry_path
                 .extension()
                 .is_some_and(|extension| extension == "toml")
+                && std::fs::read_to_string(&entry_path).map_or(true, |text| is_model_text(&text))
             {
                 files.push(entry_path);
             }
@@ -112,135 +121,51 @@ pub fn model_files(path: &Path) -> Result<Vec<std::path::PathBuf>, SpecError> {
         return Err(SpecError::whole_file(
             &name,
             "",
-            "no *.toml model files here",
+            "no model files here (a model file is a *.toml with a [clients] or [expect] table; other TOML, such as Cargo.toml, is skipped)",
         ));
     }
     Ok(files)
 }
 
+/// Whether a `*.toml` found in a folder is meant as a model file: TOML with none of a model's tables (Cargo.toml,
+/// rustfmt.toml) is another tool's and skipped; anything else, broken TOML included, is checked, so a model with
+/// a typo is reported rather than passed over.
+pub fn is_model_text(text: &str) -> bool {
+    const MODEL_TABLES: [&str; 9] = [
+        "clients",
+        "expect",
+        "protocol",
+        "broker",
+        "consumer",
+        "servers",
+        "faults",
+        "limits",
+        "description",
+    ];
+    match text.parse::<toml::Table>() {
+        Ok(table) => MODEL_TABLES.iter().any(|name| table.contains_key(*name)),
+        Err(_) => true,
+    }
+}
+
 /// Parse a model file's text; `file` names it in errors.
 pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
-    let raw: RawModel = toml::from_str(text).map_err(|error| {
-        let offset = error.span().map_or(0, |span| span.start);
-        let field = field_at(text, offset);
-        SpecError::at(file, text, offset, &field, error.message())
-    })?;
+    let raw: RawModel = toml::from_str(text).map_err(|error| toml_error(file, text, &error))?;
     let fail = |spanned_start: usize, field: &str, message: &str| {
         SpecError::at(file, text, spanned_start, field, message)
     };
-
-    // Queue models take their consumer from [consumer]; [protocol] describes the HTTP server.
-    if let (Some(_), Some(protocol)) = (&raw.broker, &raw.protocol) {
-        return Err(fail(
-            protocol.span().start,
-            "protocol",
-            "a queue model ([broker]) configures its consumer in [consumer], not [protocol]",
-        ));
-    }
-    if let (None, Some(consumer)) = (&raw.broker, &raw.consumer) {
-        return Err(fail(
-            consumer.span().start,
-            "consumer",
-            "[consumer] belongs to a queue model: add a [broker] table",
-        ));
-    }
+    check_tables(&raw).map_err(|(at, field, message)| fail(at, field, message))?;
     let raw_protocol = raw
         .protocol
         .as_ref()
         .map(|protocol| protocol.get_ref())
         .cloned()
         .unwrap_or_default();
-
-    // Protocol.
-    let lease = match &raw_protocol.lease_ms {
-        None => Lease::None,
-        Some(ms) if *ms.get_ref() == 0 => {
-            return Err(fail(
-                ms.span().start,
-                "protocol.lease-ms",
-                "must be at least 1 (omit it for no lease)",
-            ))
-        }
-        Some(ms) => Lease::Ms(*ms.get_ref()),
-    };
-    let fencing = raw_protocol
-        .fencing
-        .as_ref()
-        .is_some_and(|fencing| *fencing.get_ref());
-    if let Some(spanned) = raw_protocol
-        .fencing
-        .as_ref()
-        .filter(|_| fencing && lease == Lease::None)
-    {
-        return Err(fail(
-            spanned.span().start,
-            "protocol.fencing",
-            "fencing without a lease is contradictory: nothing can take a claim over, so there is nothing to fence (set protocol.lease-ms)",
-        ));
-    }
-    let protocol_config = ProtocolConfig {
-        claim: raw_protocol.claim.claim(),
-        lease,
-        fencing,
-        fingerprint: raw_protocol.fingerprint,
-    };
-
-    // Clients and their operations.
-    let count = positive(&raw.clients.count, "clients.count", 8)
-        .map_err(|(at, field, message)| fail(at, field, &message))?;
-    let max_attempts = positive(&raw.clients.max_attempts, "clients.max-attempts", 15)
-        .map_err(|(at, field, message)| fail(at, field, &message))?;
-    if raw.clients.operations.is_empty() {
-        return Err(fail(
-            raw.clients.count.span().start,
-            "clients.operations",
-            "at least one operation is needed",
-        ));
-    }
-    if raw.clients.operations.len() > 8 {
-        return Err(fail(
-            raw.clients.count.span().start,
-            "clients.operations",
-            "at most 8 operations per client",
-        ));
-    }
-    let mut bodies: Vec<Body> = Vec::new();
-    let mut operations = Vec::new();
-    for (index, operation) in raw.clients.operations.iter().enumerate() {
-        let field = format!("clients.operations[{}]", index + 1);
-        let (raw_text, value) =
-            operation_body(operation).map_err(|(at, message)| fail(at, &field, &message))?;
-        let body = match bodies.iter().position(|seen| seen.text == raw_text) {
-            Some(found) => found,
-            None => {
-                bodies.push(Body {
-                    text: raw_text,
-                    json: value,
-                });
-                bodies.len() - 1
-            }
-        };
-        let key = match &operation.same_key_as {
-            None => index as u8 + 1,
-            Some(other) => {
-                let target = *other.get_ref();
-                if target == 0 || target as usize > index {
-                    return Err(fail(
-                        other.span().start,
-                        &format!("{field}.same-key-as"),
-                        "must name an earlier operation (1-based)",
-                    ));
-                }
-                operations
-                    .get(target as usize - 1)
-                    .map_or(target, |op: &Operation| op.key)
-            }
-        };
-        operations.push(Operation {
-            body: body as u8,
-            key,
-        });
-    }
+    let protocol_config =
+        protocol_config(&raw_protocol).map_err(|(at, field, message)| fail(at, field, message))?;
+    let clients =
+        clients_config(&raw.clients).map_err(|(at, field, message)| fail(at, &field, &message))?;
+    let (clients, bodies) = clients;
     let processes = positive(&raw.servers.processes, "servers.processes", 4)
         .map_err(|(at, field, message)| fail(at, field, &message))?;
 
@@ -257,12 +182,7 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
         .key_store(raw_protocol.key_store)
         .on_error(raw_protocol.on_error)
         .provider(provider)
-        .clients(ClientsConfig {
-            count,
-            max_attempts,
-            key_policy: raw.clients.key_policy,
-            operations,
-        })
+        .clients(clients)
         .processes(processes)
         .faults(raw.faults)
         .bodies(bodies);
@@ -271,43 +191,8 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
     }
     let world = builder
         .build()
-        .map_err(|error| world_error(file, text, &raw, error))?;
-
-    // Expectations.
-    let mut expected = BTreeMap::new();
-    for (name, verdict) in raw.expect.verdicts() {
-        if let Some(verdict) = verdict {
-            let property =
-                Property::by_name(name).expect("raw expect fields are the property names");
-            expected.insert(property, *verdict);
-        }
-    }
-    if expected.is_empty() {
-        return Err(SpecError::whole_file(
-            file,
-            "expect",
-            "declare at least one property as \"holds\" or \"violated\"",
-        ));
-    }
-    let mut reached = Vec::new();
-    for name in &raw.expect.reached {
-        let event = Event::scenario_by_name(name.get_ref()).ok_or_else(|| {
-            let known: Vec<&str> = Event::SCENARIOS
-                .iter()
-                .map(|event| event.scenario_name())
-                .collect();
-            fail(
-                name.span().start,
-                "expect.reached",
-                &format!(
-                    "unknown scenario '{}', expected one of: {}",
-                    name.get_ref(),
-                    known.join(", ")
-                ),
-            )
-        })?;
-        reached.push(event);
-    }
+        .map_err(|error| world_error(file, text, error))?;
+    let (expected, reached) = expectations(file, text, &raw.expect)?;
 
     Ok(Model {
         path: file.to_string(),
@@ -324,18 +209,222 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
     })
 }
 
-/// A world the builder refused, located in the file when the field has one place there.
-fn world_error(file: &str, text: &str, raw: &RawModel, error: WorldError) -> SpecError {
-    let at = match error.field {
-        "clients.max-attempts" => Some(raw.clients.max_attempts.span().start),
-        "clients.count" => Some(raw.clients.count.span().start),
-        "servers.processes" => Some(raw.servers.processes.span().start),
-        _ => None,
-    };
-    match at {
-        Some(at) => SpecError::at(file, text, at, error.field, &error.message),
-        None => SpecError::whole_file(file, error.field, &error.message),
+/// A located error found after deserialisation: byte offset, field, what is allowed.
+type Located<F = &'static str, M = &'static str> = (usize, F, M);
+
+/// A TOML or serde error, located. serde's "missing field" has no span of its own: it is placed at the end of
+/// the table that lacks the field (where it would be added) and says what that table needs.
+fn toml_error(file: &str, text: &str, error: &toml::de::Error) -> SpecError {
+    let offset = error.span().map_or(0, |span| span.start);
+    let message = error.message().trim();
+    if let Some(missing) = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.strip_suffix('`'))
+    {
+        // serde's span is the table's: a `[header]`'s, or for the top level the keys before the first header.
+        let header = error.span().filter(|span| {
+            text.get(span.start..)
+                .is_some_and(|rest| rest.starts_with('['))
+        });
+        let (field, at) = match header {
+            Some(span) => (
+                format!("{}.{missing}", field_at(text, span.start)),
+                span.end,
+            ),
+            None => (missing.to_string(), text.len()),
+        };
+        let table = field.rsplit_once('.').map_or("", |(table, _)| table);
+        let what = locate::required_fields(table);
+        let kind = if table.is_empty() && missing != "description" {
+            "table"
+        } else {
+            "field"
+        };
+        return SpecError::at(file, text, at, &field, &format!("missing {kind}: {what}"));
     }
+    let message = if message.is_empty() {
+        // toml leaves the message empty when the text ends where a value was due (`key =` on the last line).
+        "a value is missing here (a string, number, boolean, array or table)"
+    } else {
+        message
+    };
+    SpecError::at(file, text, offset, &field_at(text, offset), message)
+}
+
+/// The tables that exclude each other: a queue model ([broker]) configures [consumer], never [protocol].
+fn check_tables(raw: &RawModel) -> Result<(), Located> {
+    if let (Some(_), Some(protocol)) = (&raw.broker, &raw.protocol) {
+        return Err((
+            protocol.span().start,
+            "protocol",
+            "a queue model ([broker]) configures its consumer in [consumer], not [protocol]",
+        ));
+    }
+    if let (None, Some(consumer)) = (&raw.broker, &raw.consumer) {
+        return Err((
+            consumer.span().start,
+            "consumer",
+            "[consumer] belongs to a queue model: add a [broker] table",
+        ));
+    }
+    Ok(())
+}
+
+/// `[protocol]`: the lease and fencing, checked against each other here, where their spans are.
+fn protocol_config(raw_protocol: &raw::RawProtocol) -> Result<ProtocolConfig, Located> {
+    let lease = match &raw_protocol.lease_ms {
+        None => Lease::None,
+        Some(ms) if *ms.get_ref() == 0 => {
+            return Err((
+                ms.span().start,
+                "protocol.lease-ms",
+                "must be at least 1 (omit it for no lease)",
+            ))
+        }
+        Some(ms) => Lease::Ms(*ms.get_ref()),
+    };
+    let fencing = raw_protocol
+        .fencing
+        .as_ref()
+        .is_some_and(|fencing| *fencing.get_ref());
+    if let Some(spanned) = raw_protocol
+        .fencing
+        .as_ref()
+        .filter(|_| fencing && lease == Lease::None)
+    {
+        return Err((
+            spanned.span().start,
+            "protocol.fencing",
+            "fencing without a lease is contradictory: nothing can take a claim over, so there is nothing to fence (set protocol.lease-ms)",
+        ));
+    }
+    Ok(ProtocolConfig {
+        claim: raw_protocol.claim.claim(),
+        lease,
+        fencing,
+        fingerprint: raw_protocol.fingerprint,
+    })
+}
+
+/// `[clients]` and its operations, with the distinct bodies they send.
+fn clients_config(
+    raw_clients: &raw::RawClients,
+) -> Result<(ClientsConfig, Vec<Body>), Located<String, String>> {
+    let own =
+        |(at, field, message): Located<&'static str, String>| (at, field.to_string(), message);
+    let count = positive(&raw_clients.count, "clients.count", 8).map_err(own)?;
+    let max_attempts =
+        positive(&raw_clients.max_attempts, "clients.max-attempts", 15).map_err(own)?;
+    let operations_at = raw_clients.count.span().start;
+    if raw_clients.operations.is_empty() || raw_clients.operations.len() > 8 {
+        return Err((
+            operations_at,
+            "clients.operations".to_string(),
+            format!(
+                "between 1 and 8 [[clients.operations]] per client (found {})",
+                raw_clients.operations.len()
+            ),
+        ));
+    }
+    let mut bodies: Vec<Body> = Vec::new();
+    let mut operations: Vec<Operation> = Vec::new();
+    for (index, operation) in raw_clients.operations.iter().enumerate() {
+        let field = format!("clients.operations[{}]", index + 1);
+        let (raw_text, value) = body::operation_body(operation)
+            .map_err(|(at, inner, message)| (at, format!("{field}.{inner}"), message))?;
+        let body = match bodies.iter().position(|seen| seen.text == raw_text) {
+            Some(found) => found,
+            None => {
+                bodies.push(Body {
+                    text: raw_text,
+                    json: value,
+                });
+                bodies.len() - 1
+            }
+        };
+        let key = match &operation.get_ref().same_key_as {
+            None => index as u8 + 1,
+            Some(other) => {
+                let target = *other.get_ref();
+                if target == 0 || target as usize > index {
+                    return Err((
+                        other.span().start,
+                        format!("{field}.same-key-as"),
+                        format!("must name an earlier operation, 1 to {index} (found {target})"),
+                    ));
+                }
+                operations[target as usize - 1].key
+            }
+        };
+        operations.push(Operation {
+            body: body as u8,
+            key,
+        });
+    }
+    let clients = ClientsConfig {
+        count,
+        max_attempts,
+        key_policy: raw_clients.key_policy,
+        operations,
+    };
+    Ok((clients, bodies))
+}
+
+/// `[expect]`: the declared verdicts (at least one) and the scenarios the search must reach.
+fn expectations(
+    file: &str,
+    text: &str,
+    raw_expect: &raw::RawExpect,
+) -> Result<(BTreeMap<Property, Verdict>, Vec<Event>), SpecError> {
+    let mut expected = BTreeMap::new();
+    for (name, verdict) in raw_expect.verdicts() {
+        if let Some(verdict) = verdict {
+            let property =
+                Property::by_name(name).expect("raw expect fields are the property names");
+            expected.insert(property, *verdict);
+        }
+    }
+    if expected.is_empty() {
+        return Err(SpecError::at(
+            file,
+            text,
+            field_offset(text, "expect").unwrap_or(0),
+            "expect",
+            &format!(
+                "declare at least one property as \"holds\" or \"violated\" (one of: {})",
+                Property::ALL.map(Property::name).join(", ")
+            ),
+        ));
+    }
+    let mut reached = Vec::new();
+    for name in &raw_expect.reached {
+        let event = Event::scenario_by_name(name.get_ref()).ok_or_else(|| {
+            let known: Vec<&str> = Event::SCENARIOS
+                .iter()
+                .map(|event| event.scenario_name())
+                .collect();
+            SpecError::at(
+                file,
+                text,
+                name.span().start,
+                "expect.reached",
+                &format!(
+                    "unknown scenario '{}', expected one of: {}",
+                    name.get_ref(),
+                    known.join(", ")
+                ),
+            )
+        })?;
+        reached.push(event);
+    }
+    Ok((expected, reached))
+}
+
+/// A world the builder refused, at the field it names (or the nearest table written; the file's start when
+/// neither is written).
+fn world_error(file: &str, text: &str, error: WorldError) -> SpecError {
+    let at = field_offset(text, error.field).unwrap_or(0);
+    SpecError::at(file, text, at, error.field, &error.message)
 }
 
 /// The queue knobs (checked against the rest of the file by the world builder); `None` without a `[broker]`
@@ -380,34 +469,4 @@ fn positive(
         ));
     }
     Ok(number)
-}
-
-/// The body as written (its raw text) and as JSON.
-fn operation_body(
-    operation: &RawOperation,
-) -> Result<(String, serde_json::Value), (usize, String)> {
-    match (&operation.body, &operation.body_json) {
-        (Some(table), None) => {
-            let value = serde_json::to_value(table.get_ref()).map_err(|error| {
-                (
-                    table.span().start,
-                    format!("cannot convert to JSON: {error}"),
-                )
-            })?;
-            Ok((protocol::canonical_json(&value), value))
-        }
-        (None, Some(text)) => {
-            let value: serde_json::Value = serde_json::from_str(text.get_ref())
-                .map_err(|error| (text.span().start, format!("body-json is not JSON: {error}")))?;
-            Ok((text.get_ref().clone(), value))
-        }
-        (Some(table), Some(_)) => Err((
-            table.span().start,
-            "give either body or body-json, not both".to_string(),
-        )),
-        (None, None) => Err((
-            operation.span_hint,
-            "missing body (a table) or body-json (a string)".to_string(),
-        )),
-    }
 }

@@ -161,7 +161,7 @@ pub struct RawClients {
     pub max_attempts: Spanned<u8>,
     #[serde(default = "default_key_policy")]
     pub key_policy: KeyPolicy,
-    pub operations: Vec<RawOperation>,
+    pub operations: Vec<Spanned<RawOperation>>,
 }
 
 fn default_attempts() -> Spanned<u8> {
@@ -178,8 +178,6 @@ pub struct RawOperation {
     pub body_json: Option<Spanned<String>>,
     /// 1-based number of an earlier operation whose key this one reuses.
     pub same_key_as: Option<Spanned<u8>>,
-    #[serde(skip)]
-    pub span_hint: usize,
 }
 
 #[derive(Deserialize)]

@@ -31,7 +31,9 @@ pub fn parse_trace(file: &str, text: &str) -> Result<WorldTrace, SpecError> {
     Trace::from_json(text).map_err(|error| SpecError {
         file: file.to_string(),
         line: error.line,
-        column: error.column,
+        // serde_json says column 0 for an error at a line's end (a raw newline inside a string): the contract is
+        // 1-based.
+        column: error.column.max(1),
         field: error.field,
         message: error.message,
     })
@@ -49,7 +51,11 @@ pub struct ReplayOutcome {
 
 /// Replay a trace against its embedded model file, strictly.
 pub fn replay(file: &str, trace: &WorldTrace) -> Result<ReplayOutcome, SpecError> {
-    let model = parse_model(&trace.model, &trace.model_source)?;
+    let model = parse_model(&trace.model, &trace.model_source).map_err(|error| SpecError {
+        // The text that failed is the trace's copy, not the file on disk (which may since have changed).
+        file: format!("{file} (its embedded model {})", trace.model),
+        ..error
+    })?;
     let property = Property::by_name(&trace.property).ok_or_else(|| {
         SpecError::whole_file(
             file,
