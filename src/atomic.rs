@@ -22,10 +22,25 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub fn ensure_writable_folder(folder: &Path) -> Result<(), String> {
     let refused =
         |error: std::io::Error| format!("--out {}: cannot write there: {error}", folder.display());
-    std::fs::create_dir_all(folder).map_err(refused)?;
+    // Probe the folder, or the nearest one above it that exists, without creating anything: bad input must
+    // leave nothing behind, and the run creates the folder itself once every flag is known good.
+    let mut existing = folder;
+    while !existing.exists() {
+        existing = match existing.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+    }
+    if !existing.is_dir() {
+        return Err(format!(
+            "--out {}: cannot write there: {} is not a folder",
+            folder.display(),
+            existing.display()
+        ));
+    }
     output_file_builder()
         .prefix(".write-probe-")
-        .tempfile_in(folder)
+        .tempfile_in(existing)
         .map_err(refused)?;
     Ok(())
 }

@@ -266,5 +266,6 @@ fn mutated_traces_give_a_located_error_or_a_replay() {
         })
         .unwrap();
     let replayed = replayed.into_inner();
-    assert!(replayed >= 10, "only {replayed} mutated traces replayed");
+    // Most mutations break the JSON or the model; some must still replay, or the replay path went untested.
+    assert!(replayed >= 5, "only {replayed} mutated traces replayed");
 }
