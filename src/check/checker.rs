@@ -195,6 +195,13 @@ pub fn replay_path<M: Model>(
     cycle_from: Option<usize>,
 ) -> Result<Report<M>, Diverged> {
     let run = path::timeline(model, actions).map_err(|step| Diverged { step })?;
+    Ok(judge_run(model, &run, cycle_from))
+}
+
+/// Judge every property along a path already run (`check::timeline`), so a caller that shows the timeline does
+/// not run the path twice.
+pub fn judge_run<M: Model>(model: &M, run: &path::Run<M>, cycle_from: Option<usize>) -> Report<M> {
+    let actions: Vec<M::Action> = run.steps.iter().map(|step| step.action.clone()).collect();
     let plan = Plan::new(model);
     let mut judge = PathJudge::new(model, &plan);
     let mut enabled = Vec::new();
@@ -234,7 +241,7 @@ pub fn replay_path<M: Model>(
             at_step: *at,
         })
         .collect();
-    Ok(Report {
+    Report {
         method: Method::Replay,
         properties,
         observed: judge.observed,
@@ -247,5 +254,5 @@ pub fn replay_path<M: Model>(
         peak_bytes: 0,
         walks: 0,
         cut_walks: 0,
-    })
+    }
 }

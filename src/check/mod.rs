@@ -23,7 +23,7 @@ mod walk;
 #[cfg(test)]
 mod toys;
 
-pub use checker::{replay_path, Bounds, Checker, Diverged, Progress};
+pub use checker::{judge_run, replay_path, Bounds, Checker, Diverged, Progress};
 pub use fingerprint::hashed_fingerprint;
 pub use model::{Model, Observation, ACYCLIC_CHECK_STATES};
 pub use path::{rebuild_path, rebuild_path_reduced, timeline, Run, TimelineStep};

@@ -174,7 +174,8 @@ impl<S: Store> Store for Gated<S> {
     }
 }
 
-/// A handler run in progress on a real store: step it one call at a time.
+/// A handler run in progress on a real store: a future that owns its connection and its request. Step it one
+/// call at a time; dropping it drops the connection with whatever transaction was open (a crash).
 pub struct Running<'a> {
     future: Pin<Box<dyn Future<Output = Reply> + 'a>>,
     gate: Gate,
@@ -182,24 +183,31 @@ pub struct Running<'a> {
 }
 
 impl<'a> Running<'a> {
-    /// Start `handler` on `request` with the store behind `gate` (no call is made yet).
+    /// Start `handler` on `request` over `store` (no call is made yet).
     pub fn start<H: Handler, S: Store + 'a>(
         handler: &'a H,
-        store: &'a mut Gated<S>,
-        request: &'a Request,
+        store: S,
+        request: Request,
     ) -> Running<'a> {
-        let gate = store.gate.clone();
+        let gate = Gate::default();
+        let mut store = Gated::new(store, gate.clone());
+        let future = Box::pin(async move { handler.handle(&mut store, &request).await });
         Running {
-            future: Box::pin(handler.handle(store, request)),
+            future,
             gate,
             reply: None,
         }
     }
 
-    /// Let the handler make its next call (or return); its reply once it has one.
-    pub fn step(&mut self) -> Option<&Reply> {
+    /// Let the handler make its next call (`fail`: the call fails instead of being made), or return; its reply
+    /// once it has one.
+    pub fn step(&mut self, fail: bool) -> Option<&Reply> {
         if self.reply.is_none() {
-            self.gate.allow_one();
+            if fail {
+                self.gate.fail_one();
+            } else {
+                self.gate.allow_one();
+            }
             let mut context = Context::from_waker(Waker::noop());
             if let Poll::Ready(reply) = self.future.as_mut().poll(&mut context) {
                 self.reply = Some(reply);

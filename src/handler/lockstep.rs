@@ -4,13 +4,10 @@
 //! the model's moved. After every step the real effect count must equal the model's, and every reply sent must be
 //! the model's: the same handler code, the same outcome, at the same step.
 
-use super::api::{Clock, Handler, Reply, Request, Store, StoreResult};
-use super::drive::{Gate, Gated};
+use super::api::{Clock, Handler, Reply, Store, StoreResult};
+use super::drive::Running;
 use super::world::{HandlerAction, HandlerState, HandlerWorld, Message};
 use crate::check::Model;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
 
 /// A real database the trace runs on.
 pub trait Backend {
@@ -34,44 +31,6 @@ pub struct Lockstep {
     pub replies: Vec<(usize, Reply)>,
 }
 
-/// A process's handler in flight: a future that owns its connection and request.
-struct Live<'a> {
-    future: Pin<Box<dyn Future<Output = Reply> + 'a>>,
-    gate: Gate,
-    reply: Option<Reply>,
-}
-
-impl<'a> Live<'a> {
-    fn start<H: Handler, S: Store + 'a>(handler: &'a H, store: S, request: Request) -> Live<'a> {
-        let gate = Gate::default();
-        let mut store = Gated::new(store, gate.clone());
-        let future = Box::pin(async move { handler.handle(&mut store, &request).await });
-        Live {
-            future,
-            gate,
-            reply: None,
-        }
-    }
-
-    /// One more call (or the return); `fail`: the call fails instead.
-    fn step(&mut self, fail: bool) {
-        if self.reply.is_none() {
-            if fail {
-                self.gate.fail_one();
-            } else {
-                self.gate.allow_one();
-            }
-            if let Poll::Ready(reply) = self
-                .future
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()))
-            {
-                self.reply = Some(reply);
-            }
-        }
-    }
-}
-
 /// Drive `actions` of `world` against `backend`, step by step; an error names the step where real code and
 /// model parted.
 pub fn drive<H: Handler, B: Backend>(
@@ -80,12 +39,21 @@ pub fn drive<H: Handler, B: Backend>(
     actions: &[HandlerAction],
 ) -> Result<Lockstep, String> {
     let mut state: HandlerState = world.init_state();
-    let mut live: Vec<Option<Live>> = (0..state.procs.len()).map(|_| None).collect();
+    let mut live: Vec<Option<Running>> = (0..state.procs.len()).map(|_| None).collect();
     let mut seen = Lockstep::default();
     let fail = |step: usize, what: String| format!("step {step}: {what}");
     for (index, action) in actions.iter().enumerate() {
         let step = index + 1;
-        let before = state.clone();
+        // The reply a step is about to send, read before the model moves on (no copy of the whole state).
+        let model_reply = match action {
+            HandlerAction::Step { proc } => {
+                match state.procs[*proc as usize].as_ref().map(|job| &job.next) {
+                    Some(super::Next::Reply(reply)) => Some(reply.clone()),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
         let observed = world.apply(&mut state, action);
         // Time moves with pauses and Retry-After waits: every connection reads the model's clock.
         backend.clock().set_ms(state.store.now_ms);
@@ -96,16 +64,14 @@ pub fn drive<H: Handler, B: Backend>(
             } => {
                 let store = backend.connect().map_err(|e| fail(step, e.to_string()))?;
                 let request = world.request(from.client, from.op, *attempt);
-                live[*proc as usize] = Some(Live::start(&world.handler, store, request));
+                live[*proc as usize] = Some(Running::start(&world.handler, store, request));
             }
             HandlerAction::Step { proc } => {
                 let running = live[*proc as usize]
                     .as_mut()
                     .ok_or_else(|| fail(step, "no handler running".into()))?;
-                running.step(false);
-                let answered = before.procs[*proc as usize].as_ref().map(|job| &job.next);
-                if let Some(super::Next::Reply(model_reply)) = answered {
-                    let real = running.reply.clone();
+                let real = running.step(false).cloned();
+                if let Some(model_reply) = &model_reply {
                     if real.as_ref() != Some(model_reply) {
                         return Err(fail(
                             step,
@@ -117,10 +83,12 @@ pub fn drive<H: Handler, B: Backend>(
                 }
             }
             HandlerAction::Crash { proc } => live[*proc as usize] = None,
-            HandlerAction::Fail { proc } => live[*proc as usize]
-                .as_mut()
-                .ok_or_else(|| fail(step, "no handler running".into()))?
-                .step(true),
+            HandlerAction::Fail { proc } => {
+                live[*proc as usize]
+                    .as_mut()
+                    .ok_or_else(|| fail(step, "no handler running".into()))?
+                    .step(true);
+            }
             _ => {}
         }
         let real = backend.effects().map_err(|e| fail(step, e.to_string()))?;
@@ -141,19 +109,22 @@ pub fn drive<H: Handler, B: Backend>(
     Ok(seen)
 }
 
-/// SQLite, one file (and its side file), a connection per process.
+/// SQLite, one file (and its side file), a connection per process, and one more that counts the effects.
 pub struct SqliteBackend {
     path: std::path::PathBuf,
     clock: Clock,
+    observer: super::sqlite::SqliteStore,
 }
 
 impl SqliteBackend {
     /// A new database at `path`.
     pub fn create(path: &std::path::Path) -> StoreResult<SqliteBackend> {
         super::sqlite::SqliteStore::create(path)?;
+        let clock = Clock::default();
         Ok(SqliteBackend {
             path: path.to_path_buf(),
-            clock: Clock::default(),
+            observer: super::sqlite::SqliteStore::open(path, clock.clone())?,
+            clock,
         })
     }
 }
@@ -164,26 +135,30 @@ impl Backend for SqliteBackend {
         super::sqlite::SqliteStore::open(&self.path, self.clock.clone())
     }
     fn effects(&self) -> StoreResult<usize> {
-        self.connect()?.effects_total()
+        self.observer.effects_total()
     }
     fn clock(&self) -> &Clock {
         &self.clock
     }
 }
 
-/// PostgreSQL, a connection per process.
+/// PostgreSQL, a connection per process, and one more that counts the effects.
 pub struct PostgresBackend {
     params: String,
     clock: Clock,
+    observer: std::cell::RefCell<super::postgres::PostgresStore>,
 }
 
 impl PostgresBackend {
     /// The database behind `params`, with the tables created.
     pub fn create(params: &str) -> StoreResult<PostgresBackend> {
         super::postgres::PostgresStore::create(params)?;
+        let clock = Clock::default();
+        let observer = super::postgres::PostgresStore::connect(params, clock.clone())?;
         Ok(PostgresBackend {
             params: params.to_string(),
-            clock: Clock::default(),
+            clock,
+            observer: std::cell::RefCell::new(observer),
         })
     }
 }
@@ -194,7 +169,7 @@ impl Backend for PostgresBackend {
         super::postgres::PostgresStore::connect(&self.params, self.clock.clone())
     }
     fn effects(&self) -> StoreResult<usize> {
-        self.connect()?.effects_total()
+        self.observer.borrow_mut().effects_total()
     }
     fn clock(&self) -> &Clock {
         &self.clock

@@ -175,7 +175,7 @@ fn kv_keys_expire_with_the_clock() {
 
 #[cfg(feature = "real")]
 mod on_sqlite {
-    use super::super::drive::{run_to_reply, Gate, Gated, Running};
+    use super::super::drive::{run_to_reply, Running};
     use super::super::sqlite::SqliteStore;
     use super::*;
 
@@ -203,13 +203,11 @@ mod on_sqlite {
         let path = folder.path().join("handler.db");
         SqliteStore::create(&path).unwrap();
         {
-            let gate = Gate::default();
-            let mut gated = Gated::new(SqliteStore::open(&path, Clock::default()).unwrap(), gate);
-            let request = request();
-            let mut running = Running::start(&Article, &mut gated, &request);
+            let store = SqliteStore::open(&path, Clock::default()).unwrap();
+            let mut running = Running::start(&Article, store, request());
             // begin, insert, get, commit, begin, insert-effect: then the process dies.
             for _ in 0..6 {
-                assert!(running.step().is_none());
+                assert!(running.step(false).is_none());
             }
             assert_eq!(running.calls(), 6);
         }
@@ -225,7 +223,7 @@ mod on_sqlite {
 
 #[cfg(feature = "real")]
 mod on_postgres {
-    use super::super::drive::{run_to_reply, Gate, Gated, Running};
+    use super::super::drive::{run_to_reply, Running};
     use super::super::postgres::PostgresStore;
     use super::*;
     use crate::servers::postgres::TempPostgres;
@@ -253,11 +251,9 @@ mod on_postgres {
             ..request()
         };
         {
-            let gate = Gate::default();
-            let mut gated = Gated::new(connect(), gate);
-            let mut running = Running::start(&Article, &mut gated, &second);
+            let mut running = Running::start(&Article, connect(), second.clone());
             for _ in 0..6 {
-                assert!(running.step().is_none());
+                assert!(running.step(false).is_none());
             }
         }
         assert_eq!(store.effects("payments").unwrap().len(), 1);

@@ -275,7 +275,7 @@ impl<H: Handler> HandlerWorld<H> {
         reply: super::Reply,
         events: &mut Events,
     ) {
-        if is_success(&reply) {
+        if status::is_success(reply.status) {
             if state.store.effects_of(job.from.ghost()) + state.store.charges_of(job.from.ghost())
                 == 0
             {
@@ -317,7 +317,7 @@ impl<H: Handler> HandlerWorld<H> {
             return; // an answer to an abandoned attempt
         }
         let operations = self.bodies.len();
-        if is_success(reply) {
+        if status::is_success(reply.status) {
             finish(
                 state,
                 to.client,

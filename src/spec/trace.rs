@@ -2,7 +2,7 @@
 //! model file's, parsed again on replay.
 
 use super::{parse_model, Model, SpecError};
-use crate::check::{self, Checker, TimelineStep, Trace};
+use crate::check::{self, TimelineStep, Trace};
 use crate::model::{Action, Property};
 
 /// A trace of a model file's world.
@@ -76,9 +76,7 @@ pub fn replay(file: &str, trace: &WorldTrace) -> Result<ReplayOutcome, SpecError
     };
     let actions: Vec<Action> = trace.steps.iter().map(|step| step.action).collect();
     let run = check::timeline(&model.world, &actions).map_err(diverged)?;
-    let report = Checker::new(&model.world)
-        .replay(trace)
-        .map_err(|error| diverged(error.step))?;
+    let report = check::judge_run(&model.world, &run, trace.cycle_from);
     let decided = report.property(property.name());
     Ok(ReplayOutcome {
         property,
