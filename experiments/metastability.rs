@@ -54,7 +54,6 @@ const TRIGGER_S_MAX: u32 = 30;
 fn main() -> ExitCode {
     harness::main_with("metastability", |cli: Cli| {
         let common = cli.common.resolve(&DEFAULTS).map_err(Failure::Usage)?;
-        common.check_out()?;
         if !(1..=TRIGGER_S_MAX).contains(&cli.trigger_s) {
             return Err(Failure::Usage(format!(
                 "--trigger-s must be in 1..={TRIGGER_S_MAX}, got {}",
@@ -163,6 +162,8 @@ impl Cell {
 }
 
 fn run(common: &Common, trigger_s: u32) -> Result<(), Failure> {
+    // After every flag is checked (bad flags write nothing), before the sweep.
+    common.check_out()?;
     let config = world(trigger_s)?;
     let mut jobs = Vec::new();
     for policy in POLICIES {

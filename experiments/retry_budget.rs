@@ -49,7 +49,6 @@ struct Cli {
 fn main() -> ExitCode {
     harness::main_with("retry-budget", |cli: Cli| {
         let common = cli.common.resolve(&DEFAULTS).map_err(Failure::Usage)?;
-        common.check_out()?;
         harness::check_duration_s(cli.duration_s, 2, 3600)?;
         run(&common, cli.duration_s)
     })
@@ -77,6 +76,8 @@ fn stream_id(policy: PolicyKind, failure_permille: u32, run_index: u32) -> u64 {
 }
 
 fn run(common: &Common, duration_s: u32) -> Result<(), Failure> {
+    // After every flag is checked (bad flags write nothing), before the sweep.
+    common.check_out()?;
     let mut jobs = Vec::new();
     for policy in PolicyKind::BUDGET {
         for p in FAILURE_PERMILLE {

@@ -40,7 +40,6 @@ struct Cli {
 fn main() -> ExitCode {
     harness::main_with("retry-layers", |cli: Cli| {
         let common = cli.common.resolve(&DEFAULTS).map_err(Failure::Usage)?;
-        common.check_out()?;
         run(&common)
     })
 }
@@ -83,6 +82,8 @@ fn summarise(config: LayerConfig, runs: &[LayerOutcome]) -> Result<Cell, String>
 }
 
 fn run(common: &Common) -> Result<(), Failure> {
+    // After every flag is checked (bad flags write nothing), before the sweep.
+    common.check_out()?;
     let mut configs = Vec::new();
     for policy in LayerPolicy::ALL {
         for layers in LAYERS {

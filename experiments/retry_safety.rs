@@ -57,7 +57,6 @@ struct Cli {
 fn main() -> ExitCode {
     harness::main_with("retry-safety", |cli: Cli| {
         let common = cli.common.resolve(&DEFAULTS).map_err(Failure::Usage)?;
-        common.check_out()?;
         harness::check_duration_s(cli.duration_s, 30, 3600)?;
         let timeouts_ms = cli.timeouts_ms.unwrap_or(TIMEOUTS_MS.to_vec());
         let in_range = |t: &u32| (TIMEOUT_MS_MIN..=TIMEOUT_MS_MAX).contains(t);
@@ -117,6 +116,8 @@ fn stream_id(at: CellKey, run_index: u32) -> u64 {
 }
 
 fn run(common: &Common, grid: &Grid) -> Result<(), Failure> {
+    // After every flag is checked (bad flags write nothing), before the sweep.
+    common.check_out()?;
     let duration_s = grid.duration_s;
     let mut cells_at = Vec::new();
     for strategy in Strategy::POST {

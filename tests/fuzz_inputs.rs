@@ -4,13 +4,16 @@
 //! never take more than a few seconds. Seeded, nothing persisted: the same cases run every time.
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use proptest::test_runner::TestRunner;
 use retrylab::check::Model as _;
 use retrylab::model::World;
 use retrylab::spec::{new_trace, parse_model, parse_trace, replay, SpecError};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+mod model_support;
+use model_support::seeded_runner;
 
 const RUNNER_SEED: &[u8; 32] = b"retrylab fuzz_inputs seed 000001";
 /// A mutated model may be a valid one with a large state space: the search is bounded, so a case stays short.
@@ -156,15 +159,7 @@ fn verdict_of(world: &World) {
 }
 
 fn runner(cases: u32) -> TestRunner {
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    TestRunner::new_with_rng(
-        config,
-        TestRng::from_seed(RngAlgorithm::ChaCha, RUNNER_SEED),
-    )
+    seeded_runner(RUNNER_SEED, cases)
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! Every runner is seeded (no OS entropy) and persists nothing, so the same cases run every time.
 
 use proptest::prelude::*;
-use proptest::test_runner::{Config, RngAlgorithm, TestError, TestRng, TestRunner};
+use proptest::test_runner::{TestError, TestRunner};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -17,18 +17,13 @@ use retrylab::real::{
 use serde_json::{json, Map, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+mod model_support;
+use model_support::seeded_runner;
+
 const RUNNER_SEED: &[u8; 32] = b"retrylab real_proptest seed 0001";
 
 fn runner(cases: u32) -> TestRunner {
-    let config = Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    };
-    TestRunner::new_with_rng(
-        config,
-        TestRng::from_seed(RngAlgorithm::ChaCha, RUNNER_SEED),
-    )
+    seeded_runner(RUNNER_SEED, cases)
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -129,7 +129,7 @@ impl<S: Server> check::Model for WorldOf<S> {
             after,
             events: obs,
         };
-        S::describe(self, &transition)
+        S::describe(self, &transition).line()
     }
 
     /// Swarm testing: every fault budget drawn between zero and the model's.

@@ -1,7 +1,8 @@
 //! Timeline text: one line a person can follow for each transition of a counterexample.
 
 use super::action::Action;
-use super::events::Event;
+use super::described::{kind_of_action, DescribedStep, Party, StepKind};
+use super::events::{Event, Events};
 use super::state::*;
 use super::world::{HttpWorld, Transition};
 use crate::protocol::{KeyScope, Provider};
@@ -33,7 +34,7 @@ fn response_name(response: &Response) -> String {
 }
 
 impl HttpWorld {
-    fn key_name(&self, key: Key) -> String {
+    pub(super) fn key_name(&self, key: Key) -> String {
         match self.server.key_scope {
             KeyScope::PerClient => format!("key k{} of C{}", key.value, key.scope + 1),
             KeyScope::Global => format!("global key k{}", key.value),
@@ -58,10 +59,24 @@ impl HttpWorld {
 }
 
 impl HttpWorld {
-    /// An HTTP world's timeline line.
-    pub(super) fn describe_http(&self, transition: &Transition) -> String {
+    /// An HTTP world's step.
+    pub(super) fn describe_http(&self, transition: &Transition) -> DescribedStep {
         let (before, action, after, events) = transition.parts();
-        let mut line = match *action {
+        let mut step = match *action {
+            Action::Step { proc } => self.describe_handler_step(transition, proc),
+            Action::Timeout { client } if !events.has(Event::RetryAfterTimeout) => {
+                DescribedStep::new(StepKind::GiveUp { client }, self.action_text(transition))
+            }
+            _ => DescribedStep::new(kind_of_action(action), self.action_text(transition)),
+        };
+        step.violations = http_violations(before, after, events);
+        step
+    }
+
+    /// The text of a step that is not a handler step.
+    fn action_text(&self, transition: &Transition) -> String {
+        let (before, action, after, events) = transition.parts();
+        match *action {
             Action::Send { client } => {
                 let state = &after.clients[client as usize];
                 let op = OpRef {
@@ -117,27 +132,25 @@ impl HttpWorld {
                     outcome
                 )
             }
-            Action::Step { proc } => self.describe_handler_step(transition, proc),
+            Action::Step { proc } => self.describe_handler_step(transition, proc).text,
+            _ => self.fault_text(transition),
+        }
+    }
+
+    /// The text of a fault or an expiry.
+    fn fault_text(&self, transition: &Transition) -> String {
+        let (before, _, _, events) = transition.parts();
+        match *transition.action {
             Action::Drop { message } => format!("network LOSES {}", self.message_name(&message)),
             Action::Duplicate { message } => {
                 format!("network DUPLICATES {}", self.message_name(&message))
             }
             Action::Crash { proc } => {
-                let what = match before.procs[proc as usize] {
-                    Proc::Busy(job) => match job.step {
-                        JobStep::Commit => {
-                            " before committing (the open transaction with the payment is lost)"
-                        }
-                        JobStep::Effect if self.provider != Provider::None => {
-                            " after the provider call, before the payment transaction"
-                        }
-                        JobStep::Effect => " right after the claim (nothing else written)",
-                        JobStep::Respond { .. } => " after committing, before answering",
-                        _ => "",
-                    },
-                    Proc::Idle => "",
-                };
-                format!("{} CRASHES{what} and restarts empty", proc_name(proc))
+                format!(
+                    "{} CRASHES{} and restarts empty",
+                    proc_name(proc),
+                    self.crash_point(before.procs[proc as usize])
+                )
             }
             Action::Fail { proc } => {
                 format!("{} FAILS (a downstream timeout): the open transaction rolls back, it will answer 500", proc_name(proc))
@@ -164,99 +177,61 @@ impl HttpWorld {
                     )
                 }
             }
-        };
-        for (event, note) in [
-            (
-                Event::DuplicateEffect,
-                "DUPLICATE EFFECT: this operation now has two payments",
-            ),
-            (
-                Event::SuccessWithoutEffect,
-                "LOST EFFECT: success reported, but no payment exists for this operation",
-            ),
-            (
-                Event::InconsistentReplay,
-                "INCONSISTENT REPLAY: another success for this operation said otherwise",
-            ),
-            (
-                Event::CrossClientResponse,
-                "CROSS-CLIENT RESPONSE: the payment belongs to another client",
-            ),
-            (
-                Event::MismatchForSameBody,
-                "WRONG 422: the body did not change",
-            ),
-            (
-                Event::ConflictWithoutOwner,
-                "WRONG 409: nobody is executing the original request",
-            ),
-        ] {
-            if events.has(event) {
-                line.push_str("   <-- ");
-                line.push_str(note);
-            }
+            // The caller describes every other action itself.
+            _ => unreachable!("not a fault or an expiry: {:?}", transition.action),
         }
-        line
     }
 
-    fn describe_handler_step(&self, transition: &Transition, proc: u8) -> String {
+    /// Where in its handler a process crashed: what it had written and what it loses.
+    fn crash_point(&self, proc: Proc) -> String {
+        let Proc::Busy(job) = proc else {
+            return String::new();
+        };
+        let key = self.key_name(job.request.key);
+        match job.step {
+            JobStep::Claim => " before its claim (nothing written)".to_string(),
+            JobStep::Insert => format!(" between its SELECT and its INSERT of {key} (nothing written)"),
+            JobStep::Provider => {
+                " after the claim, before calling the provider (nothing charged)".to_string()
+            }
+            JobStep::Commit => {
+                " before committing (the open transaction with the payment is lost)".to_string()
+            }
+            JobStep::Effect if self.provider != Provider::None => {
+                " after the provider call, before the payment transaction".to_string()
+            }
+            JobStep::Effect => " right after the claim (nothing else written)".to_string(),
+            JobStep::CompleteKv { .. } => format!(
+                " after committing the payment, before marking {key} completed in the key store (it stays in_progress there)"
+            ),
+            JobStep::Respond { .. } => " after committing, before answering".to_string(),
+        }
+    }
+
+    /// A handler step: with whom the process talks (the store, the provider, or the network when it answers),
+    /// and what it did.
+    fn describe_handler_step(&self, transition: &Transition, proc: u8) -> DescribedStep {
         let (before, _, after, events) = transition.parts();
         let Proc::Busy(job) = before.procs[proc as usize] else {
-            return format!("{} has nothing to do", proc_name(proc));
+            let kind = StepKind::Handler {
+                proc,
+                with: Party::Store,
+            };
+            return DescribedStep::new(kind, format!("{} has nothing to do", proc_name(proc)));
         };
         let who = proc_name(proc);
         let key = self.key_name(job.request.key);
-        let sent = |after: &State, code: u16| -> String {
-            after
-                .network
-                .keys()
-                .find_map(|message| match message {
-                    Message::Response(response)
-                        if response.to == job.request.from
-                            && response.attempt == job.request.attempt
-                            && !before.network.contains_key(message) =>
-                    {
-                        Some(response_name(response))
-                    }
-                    _ => None,
-                })
-                .unwrap_or_else(|| {
-                    format!("{code}, into a closed connection (its client abandoned this attempt)")
-                })
+        let claimed =
+            matches!(after.procs[proc as usize], Proc::Busy(next) if next.step != JobStep::Claim);
+        let with = match job.step {
+            JobStep::Claim if !claimed => Party::Network,
+            JobStep::Respond { .. } => Party::Network,
+            JobStep::Provider => Party::Provider,
+            _ => Party::Store,
         };
-        match job.step {
-            JobStep::Claim => match after.procs[proc as usize] {
-                Proc::Busy(next) if next.step == JobStep::Insert => {
-                    format!("{who} SELECTs {key}: no live claim found (no unique index)")
-                }
-                Proc::Busy(next) if next.token.is_some() => {
-                    if events.has(Event::LeaseTakeover) {
-                        format!(
-                            "{who} takes over {key}: its lease expired (claim token {})",
-                            next.token.unwrap_or(0)
-                        )
-                    } else {
-                        format!(
-                            "{who} claims {key}: INSERT OR IGNORE inserted it, status in_progress (token {})",
-                            next.token.unwrap_or(0)
-                        )
-                    }
-                }
-                _ => {
-                    let (reason, code) = if events.has(Event::Replay) {
-                        ("completed: replays the stored response", 200)
-                    } else if events.has(Event::Conflict) {
-                        ("in_progress", 409)
-                    } else {
-                        ("used with another fingerprint", 422)
-                    };
-                    format!("{who} finds {key} {reason}, answers {}", sent(after, code))
-                }
-            },
-            JobStep::Insert => format!(
-                "{who} INSERTs {key} as in_progress (token {})",
-                after.store.next_token.saturating_sub(1)
-            ),
+        let text = match job.step {
+            JobStep::Claim => self.claim_text(transition, proc, job),
+            JobStep::Insert => self.insert_text(before, after, &job, &who),
             JobStep::Provider => {
                 let op = op_name(job.request.from);
                 if after.store.provider_charges.len() > before.store.provider_charges.len() {
@@ -276,27 +251,144 @@ impl HttpWorld {
                 "{who} begins the transaction and inserts the payment for {} (not committed)",
                 op_name(job.request.from)
             ),
-            JobStep::Commit => {
-                if events.has(Event::FencedCompletion) {
-                    format!("{who} tries to commit but its claim was taken over: FENCED, rolled back, starts over")
-                } else if matches!(
-                    after.procs[proc as usize],
-                    Proc::Busy(Job {
-                        step: JobStep::CompleteKv { .. },
-                        ..
-                    })
-                ) {
-                    format!("{who} commits payment #{} in the database (the key store is not in this transaction)", after.store.payments.len())
+            JobStep::Commit => commit_text(after, proc, events, &who, &key),
+            JobStep::Respond { code, .. } => {
+                format!("{who} answers {}", answer_sent(before, after, &job, code))
+            }
+        };
+        DescribedStep::new(StepKind::Handler { proc, with }, text)
+    }
+
+    /// The claim (or the SELECT), and the answer when it refuses.
+    fn claim_text(&self, transition: &Transition, proc: u8, job: Job) -> String {
+        let (before, _, after, events) = transition.parts();
+        let who = proc_name(proc);
+        let key = self.key_name(job.request.key);
+        match after.procs[proc as usize] {
+            Proc::Busy(next) if next.step == JobStep::Insert => {
+                format!("{who} SELECTs {key}: no live claim found (no unique index)")
+            }
+            Proc::Busy(next) if next.token.is_some() => {
+                if events.has(Event::LeaseTakeover) {
+                    format!(
+                        "{who} takes over {key}: its lease expired (claim token {})",
+                        next.token.unwrap_or(0)
+                    )
                 } else {
                     format!(
-                        "{who} commits payment #{} and marks {key} completed with 201",
-                        after.store.payments.len()
+                        "{who} claims {key}: INSERT OR IGNORE inserted it, status in_progress (token {})",
+                        next.token.unwrap_or(0)
                     )
                 }
             }
-            JobStep::Respond { code, .. } => format!("{who} answers {}", sent(after, code)),
+            _ => {
+                let (reason, code) = if events.has(Event::Replay) {
+                    ("completed: replays the stored response", 200)
+                } else if events.has(Event::Conflict) {
+                    ("in_progress", 409)
+                } else {
+                    ("used with another fingerprint", 422)
+                };
+                let answer = answer_sent(before, after, &job, code);
+                format!("{who} finds {key} {reason}, answers {answer}")
+            }
         }
     }
+
+    /// select-then-insert (or a SET without NX): the write goes through whatever was written since the SELECT,
+    /// so say when it overwrote a record.
+    fn insert_text(&self, before: &State, after: &State, job: &Job, who: &str) -> String {
+        let token = after.store.next_token.saturating_sub(1);
+        let key_name = self.key_name(job.request.key);
+        let previous = before.store.records.get(&job.request.key);
+        let overwritten = match previous.map(|record| record.status) {
+            Some(RecordStatus::Completed { code, .. }) => {
+                format!(", OVERWRITING its completed record (it had answered {code})")
+            }
+            Some(RecordStatus::InProgress { token, .. }) => {
+                format!(", OVERWRITING the in_progress claim of token {token}")
+            }
+            None => String::new(),
+        };
+        format!("{who} INSERTs {key_name} as in_progress (token {token}){overwritten}")
+    }
+}
+
+/// The commit of the effect's transaction: with the completion, alone (a separate key store), or fenced.
+fn commit_text(after: &State, proc: u8, events: Events, who: &str, key: &str) -> String {
+    let payment = after.store.payments.len();
+    if events.has(Event::FencedCompletion) {
+        format!(
+            "{who} tries to commit but its claim was taken over: FENCED, rolled back, starts over"
+        )
+    } else if matches!(
+        after.procs[proc as usize],
+        Proc::Busy(Job {
+            step: JobStep::CompleteKv { .. },
+            ..
+        })
+    ) {
+        format!("{who} commits payment #{payment} in the database (the key store is not in this transaction)")
+    } else {
+        format!("{who} commits payment #{payment} and marks {key} completed with 201")
+    }
+}
+
+/// The response `job`'s process just put on the network, or a note that its connection is gone.
+fn answer_sent(before: &State, after: &State, job: &Job, code: u16) -> String {
+    after
+        .network
+        .keys()
+        .find_map(|message| match message {
+            Message::Response(response)
+                if response.to == job.request.from
+                    && response.attempt == job.request.attempt
+                    && !before.network.contains_key(message) =>
+            {
+                Some(response_name(response))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| {
+            format!("{code}, into a closed connection (its client abandoned this attempt)")
+        })
+}
+
+/// The violations a step of an HTTP world shows, one note each.
+fn http_violations(before: &State, after: &State, events: Events) -> Vec<String> {
+    let charged_again = after.store.provider_charges.len() > before.store.provider_charges.len();
+    let duplicate = if charged_again {
+        "DUPLICATE EFFECT: the provider has now charged this operation twice (one payment row, two charges)"
+    } else {
+        "DUPLICATE EFFECT: this operation now has two payments"
+    };
+    [
+        (Event::DuplicateEffect, duplicate),
+        (
+            Event::SuccessWithoutEffect,
+            "LOST EFFECT: success reported, but no payment exists for this operation",
+        ),
+        (
+            Event::InconsistentReplay,
+            "INCONSISTENT REPLAY: another success for this operation said otherwise",
+        ),
+        (
+            Event::CrossClientResponse,
+            "CROSS-CLIENT RESPONSE: the payment belongs to another client",
+        ),
+        (
+            Event::MismatchForSameBody,
+            "WRONG 422: the body did not change",
+        ),
+        (
+            Event::ConflictWithoutOwner,
+            "WRONG 409: nobody is executing the original request",
+        ),
+    ]
+    .into_iter()
+    .filter(|(event, _)| events.has(*event))
+    .map(|(_, note)| note.to_string())
+    .collect()
 }
 
 fn describe_client_reaction(before: &State, after: &State, client: u8) -> String {

@@ -2,6 +2,7 @@
 //! delivery, visibility timeout, consumer, inbox row, ack, dead-letter queue).
 
 use super::action::Action;
+use super::described::{kind_of_action, DescribedStep, Party, StepKind};
 use super::events::{Event, Events};
 use super::queue::republish_target;
 use super::state::*;
@@ -10,7 +11,7 @@ use super::world::{QueueWorld, Transition};
 use crate::protocol::{DedupKey, Inbox, Producer, ProducerDedup, Provider};
 
 impl QueueWorld {
-    fn event_name(&self, op: OpRef) -> String {
+    pub(super) fn event_name(&self, op: OpRef) -> String {
         if self.clients.operations.len() == 1 {
             format!("E{}", op.client + 1)
         } else {
@@ -34,7 +35,7 @@ impl QueueWorld {
         }
     }
 
-    fn inbox_key_name(&self, key: Key) -> String {
+    pub(super) fn inbox_key_name(&self, key: Key) -> String {
         match self.server.config.dedup_key {
             DedupKey::EventId if self.clients.operations.len() == 1 => {
                 format!("event id E{}", key.scope + 1)
@@ -46,17 +47,34 @@ impl QueueWorld {
     }
 
     /// Describe a transition of a queue world.
-    pub(super) fn describe_queue(&self, transition: &Transition) -> String {
+    pub(super) fn describe_queue(&self, transition: &Transition) -> DescribedStep {
         let (before, action, after, events) = transition.parts();
-        let queue = self.server.config;
-        let mut line = match *action {
+        let mut step = match *action {
+            Action::Step { proc } => self.describe_queue_step(transition, proc),
+            Action::Timeout { client } if !events.has(Event::RetryAfterTimeout) => {
+                DescribedStep::new(
+                    StepKind::GiveUp { client },
+                    self.queue_action_text(transition),
+                )
+            }
+            _ => DescribedStep::new(kind_of_action(action), self.queue_action_text(transition)),
+        };
+        step.violations = self.queue_violations(before, after, events);
+        step
+    }
+
+    /// The text of a step that is not a consumer's handler step.
+    fn queue_action_text(&self, transition: &Transition) -> String {
+        let (before, action, after, events) = transition.parts();
+        match *action {
             Action::Send { client } => {
                 let state = &after.clients[client as usize];
                 let op = OpRef {
                     client,
                     op: state.op,
                 };
-                let body = &self.bodies[self.clients.operations[state.op as usize].body as usize].text;
+                let body =
+                    &self.bodies[self.clients.operations[state.op as usize].body as usize].text;
                 format!(
                     "producer C{} publishes {} {}: the broker makes it visible (delivery {})",
                     client + 1,
@@ -108,7 +126,15 @@ impl QueueWorld {
                     response.attempt
                 )
             }
-            Action::Step { proc } => self.describe_queue_step(transition, proc),
+            Action::Step { proc } => self.describe_queue_step(transition, proc).text,
+            _ => self.queue_fault_text(transition),
+        }
+    }
+
+    /// The text of a fault or an expiry, in the broker's words.
+    fn queue_fault_text(&self, transition: &Transition) -> String {
+        let (before, _, after, events) = transition.parts();
+        match *transition.action {
             Action::Drop { message } => match message {
                 Message::Request(request) => format!(
                     "{} is LOST on its way to the consumer (the broker waits for the visibility timeout)",
@@ -130,38 +156,7 @@ impl QueueWorld {
                     response.attempt
                 ),
             },
-            Action::Crash { proc } => {
-                let (what, copy) = match before.procs[proc as usize] {
-                    Proc::Busy(job) => {
-                        let what = match job.step {
-                            JobStep::Claim => " before reading the inbox",
-                            JobStep::Provider | JobStep::Effect
-                                if queue.inbox == Inbox::BeforeEffect =>
-                            {
-                                " after committing the inbox row, BEFORE the effect"
-                            }
-                            JobStep::Provider => " before the external call",
-                            JobStep::Effect => " before opening the effect's transaction",
-                            JobStep::Commit => {
-                                " before committing (the open transaction is lost)"
-                            }
-                            JobStep::CompleteKv { .. } => {
-                                " after committing the effect, BEFORE writing the inbox row"
-                            }
-                            JobStep::Respond { .. } => " after committing, before acking",
-                            JobStep::Insert => "",
-                        };
-                        let copy = if job.request.copy > 0 {
-                            format!("; the broker will redeliver copy {}", job.request.copy)
-                        } else {
-                            String::new()
-                        };
-                        (what, copy)
-                    }
-                    Proc::Idle => ("", String::new()),
-                };
-                format!("consumer P{} CRASHES{what} and restarts empty{copy}", proc + 1)
-            }
+            Action::Crash { proc } => self.queue_crash_text(before, proc),
             Action::Republish {
                 client,
                 late,
@@ -175,7 +170,47 @@ impl QueueWorld {
             Action::ExpireLease { key } => {
                 format!("lease on {} expires", self.inbox_key_name(key))
             }
+            // The caller describes every other action itself.
+            _ => unreachable!("not a fault or an expiry: {:?}", transition.action),
+        }
+    }
+
+    /// A consumer crash: where in its handler, and whether the broker will redeliver a republished copy.
+    fn queue_crash_text(&self, before: &State, proc: u8) -> String {
+        let queue = self.server.config;
+        let (what, copy) = match before.procs[proc as usize] {
+            Proc::Busy(job) => {
+                let what = match job.step {
+                    JobStep::Claim => " before reading the inbox",
+                    JobStep::Provider | JobStep::Effect if queue.inbox == Inbox::BeforeEffect => {
+                        " after committing the inbox row, BEFORE the effect"
+                    }
+                    JobStep::Provider => " before the external call",
+                    JobStep::Effect => " before opening the effect's transaction",
+                    JobStep::Commit => " before committing (the open transaction is lost)",
+                    JobStep::CompleteKv { .. } => {
+                        " after committing the effect, BEFORE writing the inbox row"
+                    }
+                    JobStep::Respond { .. } => " after committing, before acking",
+                    JobStep::Insert => "",
+                };
+                let copy = if job.request.copy > 0 {
+                    format!("; the broker will redeliver copy {}", job.request.copy)
+                } else {
+                    String::new()
+                };
+                (what, copy)
+            }
+            Proc::Idle => ("", String::new()),
         };
+        format!(
+            "consumer P{} CRASHES{what} and restarts empty{copy}",
+            proc + 1
+        )
+    }
+
+    /// The violations a step of a queue world shows, one note each.
+    fn queue_violations(&self, before: &State, after: &State, events: Events) -> Vec<String> {
         let duplicate = if self.provider != Provider::None
             && after.store.provider_charges.len() > before.store.provider_charges.len()
         {
@@ -183,7 +218,7 @@ impl QueueWorld {
         } else {
             "DUPLICATE EFFECT: this event has now been processed twice"
         };
-        for (event, note) in [
+        [
             (Event::DuplicateEffect, duplicate),
             (
                 Event::SuccessWithoutEffect,
@@ -193,13 +228,11 @@ impl QueueWorld {
                 Event::InconsistentReplay,
                 "INCONSISTENT REPLAY: another ack for this event said otherwise",
             ),
-        ] {
-            if events.has(event) {
-                line.push_str("   <-- ");
-                line.push_str(note);
-            }
-        }
-        line
+        ]
+        .into_iter()
+        .filter(|(event, _)| events.has(*event))
+        .map(|(_, note)| note.to_string())
+        .collect()
     }
 
     fn describe_republish(
@@ -259,11 +292,29 @@ impl QueueWorld {
         }
     }
 
-    fn describe_queue_step(&self, transition: &Transition, proc: u8) -> String {
-        let (before, _, after, events) = transition.parts();
-        let Proc::Busy(job) = before.procs[proc as usize] else {
-            return format!("P{} has nothing to do", proc + 1);
+    /// A consumer's handler step: with whom it talks (the inbox and effect tables, the external call, or the
+    /// broker when it acks), and what it did.
+    fn describe_queue_step(&self, transition: &Transition, proc: u8) -> DescribedStep {
+        let (_, _, _, events) = transition.parts();
+        let Proc::Busy(job) = transition.before.procs[proc as usize] else {
+            let kind = StepKind::Handler {
+                proc,
+                with: Party::Store,
+            };
+            return DescribedStep::new(kind, format!("P{} has nothing to do", proc + 1));
         };
+        let with = match job.step {
+            JobStep::Claim if events.has(Event::Replay) => Party::Network,
+            JobStep::Respond { .. } => Party::Network,
+            JobStep::Provider => Party::Provider,
+            _ => Party::Store,
+        };
+        let text = self.queue_step_text(transition, proc, job);
+        DescribedStep::new(StepKind::Handler { proc, with }, text)
+    }
+
+    fn queue_step_text(&self, transition: &Transition, proc: u8, job: Job) -> String {
+        let (before, _, after, events) = transition.parts();
         let who = format!("P{}", proc + 1);
         let request = job.request;
         let key = self.inbox_key_name(request.key);

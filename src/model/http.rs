@@ -2,6 +2,7 @@
 //! decide from the stored record (`protocol::decide`), commit the payment with the completion (subject to
 //! fencing), or, with a separate key store, complete the key in a second write.
 
+use super::described::DescribedStep;
 use super::events::{Event, Events};
 use super::state::*;
 use super::world::{Http, HttpWorld, Server, Transition};
@@ -81,7 +82,7 @@ impl Server for Http {
         state.procs[proc as usize] = Proc::Busy(job);
     }
 
-    fn describe(world: &HttpWorld, transition: &Transition) -> String {
+    fn describe(world: &HttpWorld, transition: &Transition) -> DescribedStep {
         world.describe_http(transition)
     }
 }

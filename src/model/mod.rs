@@ -14,6 +14,7 @@ mod checked;
 mod config;
 mod describe;
 mod describe_queue;
+mod described;
 mod events;
 mod http;
 mod pack;
@@ -33,6 +34,7 @@ pub use action::Action;
 pub use builder::{WorldBuilder, WorldError};
 pub use checked::check_property;
 pub use config::{Body, ClientsConfig, Faults, Operation};
+pub use described::{DescribedStep, Party, StepKind};
 pub use events::{Event, Events};
 pub use properties::{Property, PropertyKind};
 pub use state::{

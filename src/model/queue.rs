@@ -4,6 +4,7 @@
 //! effect's transaction. The rules themselves are `protocol::queue`'s, shared with the dedup-window experiment.
 
 use super::action::Action;
+use super::described::DescribedStep;
 use super::events::{Event, Events};
 use super::state::*;
 use super::world::{Queue, QueueWorld, Server, Transition};
@@ -124,7 +125,7 @@ impl Server for Queue {
         world.republish(state, client, late, restarted, events);
     }
 
-    fn describe(world: &QueueWorld, transition: &Transition) -> String {
+    fn describe(world: &QueueWorld, transition: &Transition) -> DescribedStep {
         world.describe_queue(transition)
     }
 }

@@ -8,6 +8,7 @@
 
 use super::action::Action;
 use super::config::{Body, ClientsConfig, Faults};
+use super::described::DescribedStep;
 use super::events::Events;
 use super::state::{Job, Key, State};
 use crate::protocol::{KeyScope, KeyStore, Lease, OnError, ProtocolConfig, Provider, QueueConfig};
@@ -56,7 +57,7 @@ pub trait Server: Clone + Debug + PartialEq + Eq + Send + Sync + Sized {
     }
 
     /// One line for people: what a transition did.
-    fn describe(world: &WorldOf<Self>, transition: &Transition) -> String;
+    fn describe(world: &WorldOf<Self>, transition: &Transition) -> DescribedStep;
 }
 
 /// One transition, for its description: `action`, taken in `before`, led to `after` with `events`.

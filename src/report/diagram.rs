@@ -1,33 +1,11 @@
 //! A counterexample as a sequence diagram: which lanes take part and one arrow or note per step. Both writers
 //! (Mermaid and SVG) draw from this, so they always agree.
 
-use crate::check::TimelineStep;
-use crate::model::Action;
+use crate::model::{DescribedStep, StepKind};
 use std::collections::BTreeSet;
 
-/// A participant lane, in drawing order (left to right): clients, the network, server processes, the store, the
-/// payment provider.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Lane {
-    Client(u8),
-    Network,
-    Proc(u8),
-    Store,
-    Provider,
-}
-
-impl Lane {
-    /// The header people read (C1, Network, P1, Store, Provider).
-    pub fn label(self) -> String {
-        match self {
-            Lane::Client(client) => format!("C{}", u16::from(client) + 1),
-            Lane::Network => "Network".to_string(),
-            Lane::Proc(proc) => format!("P{}", u16::from(proc) + 1),
-            Lane::Store => "Store".to_string(),
-            Lane::Provider => "Provider".to_string(),
-        }
-    }
-}
+/// A participant lane, in drawing order (left to right): the parties of the steps.
+pub use crate::model::Party as Lane;
 
 /// What one step draws.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,18 +32,14 @@ pub struct Diagram {
     pub items: Vec<Item>,
 }
 
-/// How `describe` appends a violation to a step's text.
-const MARKER: &str = "   <-- ";
-
-pub fn diagram(steps: &[TimelineStep<Action>]) -> Diagram {
+/// The diagram of a timeline's steps (1-based in order), drawn from their kinds.
+pub fn diagram(steps: &[DescribedStep]) -> Diagram {
     let mut lanes = BTreeSet::new();
     let items: Vec<Item> = steps
         .iter()
-        .map(|step| {
-            let mut parts = step.text.split(MARKER);
-            let text = parts.next().unwrap_or_default().to_string();
-            let violations = parts.map(str::to_string).collect();
-            let shape = shape_of(&step.action, &text);
+        .enumerate()
+        .map(|(index, step)| {
+            let shape = shape_of(step.kind);
             match shape {
                 Shape::Arrow { from, to } => {
                     lanes.insert(from);
@@ -76,10 +50,10 @@ pub fn diagram(steps: &[TimelineStep<Action>]) -> Diagram {
                 }
             }
             Item {
-                step: step.step,
+                step: index + 1,
                 shape,
-                text,
-                violations,
+                text: step.text.clone(),
+                violations: step.violations.clone(),
             }
         })
         .collect();
@@ -89,74 +63,31 @@ pub fn diagram(steps: &[TimelineStep<Action>]) -> Diagram {
     }
 }
 
-/// Map a step to lanes. Actions this function does not know (the model grows) still get a note, placed by the
-/// fields they carry, so a new action never breaks a report.
-fn shape_of(action: &Action, text: &str) -> Shape {
-    match *action {
-        Action::Send { client } => Shape::Arrow {
+/// A message between two parties is an arrow; something that happens at one is a note over it.
+fn shape_of(kind: StepKind) -> Shape {
+    match kind {
+        StepKind::Send { client } => Shape::Arrow {
             from: Lane::Client(client),
             to: Lane::Network,
         },
-        Action::Timeout { client } if text.contains("GIVES UP") => Shape::Note {
+        StepKind::GiveUp { client } | StepKind::Republish { client } => Shape::Note {
             over: Lane::Client(client),
         },
-        // A timeout that retries sends the next attempt.
-        Action::Timeout { client } => Shape::Arrow {
-            from: Lane::Client(client),
-            to: Lane::Network,
-        },
-        Action::DeliverRequest { proc, .. } => Shape::Arrow {
+        StepKind::Deliver { to } => Shape::Arrow {
             from: Lane::Network,
-            to: Lane::Proc(proc),
+            to,
         },
-        Action::DeliverResponse { response } => Shape::Arrow {
-            from: Lane::Network,
-            to: Lane::Client(response.to.client),
-        },
-        Action::Step { proc } => Shape::Arrow {
+        StepKind::Handler { proc, with } => Shape::Arrow {
             from: Lane::Proc(proc),
-            to: step_target(text),
+            to: with,
         },
-        Action::Drop { .. } | Action::Duplicate { .. } => Shape::Note {
+        StepKind::NetworkFault => Shape::Note {
             over: Lane::Network,
         },
-        Action::Crash { proc } => Shape::Note {
+        StepKind::ProcessFault { proc } => Shape::Note {
             over: Lane::Proc(proc),
         },
-        // ExpireLease and whatever comes later.
-        _ => Shape::Note {
-            over: fallback_lane(action),
-        },
-    }
-}
-
-/// A handler step talks to the provider, answers into the network, or works on the store.
-fn step_target(text: &str) -> Lane {
-    let lower = text.to_lowercase();
-    if lower.contains("provider") {
-        Lane::Provider
-    } else if lower.contains(" answers ") {
-        Lane::Network
-    } else {
-        Lane::Store
-    }
-}
-
-/// The lane of an action known only by its serialised fields: its process, else its client, else the store.
-fn fallback_lane(action: &Action) -> Lane {
-    let value = serde_json::to_value(action).unwrap_or_default();
-    let field = |name: &str| {
-        value
-            .get(name)
-            .and_then(serde_json::Value::as_u64)
-            .and_then(|number| u8::try_from(number).ok())
-    };
-    if let Some(proc) = field("proc") {
-        Lane::Proc(proc)
-    } else if let Some(client) = field("client") {
-        Lane::Client(client)
-    } else {
-        Lane::Store
+        StepKind::Expiry => Shape::Note { over: Lane::Store },
     }
 }
 
@@ -182,28 +113,47 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Key;
+    use crate::model::Party;
 
-    fn step(number: usize, action: Action, text: &str) -> TimelineStep<Action> {
-        TimelineStep {
-            step: number,
-            action,
+    fn step(kind: StepKind, text: &str, violations: &[&str]) -> DescribedStep {
+        DescribedStep {
+            kind,
             text: text.to_string(),
+            violations: violations.iter().map(|note| note.to_string()).collect(),
         }
     }
 
     #[test]
-    fn steps_map_to_lanes_and_markers_split_off() {
+    fn steps_map_to_lanes_by_their_kind() {
         let steps = vec![
-            step(1, Action::Send { client: 1 }, "C2 sends"),
-            step(2, Action::Step { proc: 0 }, "P1 claims key k1 of C2"),
-            step(3, Action::Step { proc: 0 }, "P1 answers 201 payment #1"),
+            step(StepKind::Send { client: 1 }, "C2 sends", &[]),
             step(
-                4,
-                Action::Step { proc: 2 },
-                "P3 commits payment #2   <-- DUPLICATE EFFECT: two   <-- LOST EFFECT: none",
+                StepKind::Handler {
+                    proc: 0,
+                    with: Party::Store,
+                },
+                "P1 claims key k1 of C2",
+                &[],
             ),
-            step(5, Action::Crash { proc: 1 }, "P2 CRASHES"),
+            step(
+                StepKind::Handler {
+                    proc: 0,
+                    with: Party::Network,
+                },
+                "P1 answers 201 payment #1",
+                &[],
+            ),
+            step(
+                StepKind::Handler {
+                    proc: 2,
+                    with: Party::Store,
+                },
+                "P3 commits payment #2",
+                &["DUPLICATE EFFECT: two", "LOST EFFECT: none"],
+            ),
+            step(StepKind::ProcessFault { proc: 1 }, "P2 CRASHES", &[]),
+            // Words in the text no longer decide anything: this one is a note however it reads.
+            step(StepKind::GiveUp { client: 1 }, "C2 retries at once", &[]),
         ];
         let diagram = diagram(&steps);
         assert_eq!(
@@ -230,22 +180,13 @@ mod tests {
             vec!["DUPLICATE EFFECT: two", "LOST EFFECT: none"]
         );
         assert!(diagram.items[1].violations.is_empty());
-    }
-
-    #[test]
-    fn an_action_without_its_own_rule_becomes_a_note() {
-        let key = Key { scope: 0, value: 1 };
         assert_eq!(
-            shape_of(&Action::ExpireLease { key }, "lease expires"),
-            Shape::Note { over: Lane::Store }
-        );
-        assert_eq!(
-            shape_of(&Action::Step { proc: 1 }, "P2 calls the Provider"),
-            Shape::Arrow {
-                from: Lane::Proc(1),
-                to: Lane::Provider
+            diagram.items[5].shape,
+            Shape::Note {
+                over: Lane::Client(1)
             }
         );
+        assert_eq!(diagram.items[5].step, 6);
     }
 
     #[test]

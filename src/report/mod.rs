@@ -64,21 +64,25 @@ pub fn write_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<PathBuf
         let mut drawn = Vec::new();
         for (found, actions) in entry.report.counterexamples() {
             let property = Property::by_name(&found.name).expect("the world's own property");
-            let steps = timeline(&entry.model.world, actions)
-                .map_err(|step| {
-                    format!(
-                        "internal error: the counterexample for {} in {} diverges at step {step}",
-                        property.name(),
-                        entry.model.path
-                    )
-                })?
-                .steps;
+            let world = &entry.model.world;
+            let run = timeline(world, actions).map_err(|step| {
+                format!(
+                    "internal error: the counterexample for {} in {} diverges at step {step}",
+                    property.name(),
+                    entry.model.path
+                )
+            })?;
+            let steps = world.described_steps(&run);
             let mut picture = diagram(&steps);
             if property.kind() == PropertyKind::Eventually {
-                // A liveness counterexample ends where only faults could happen next: say so on its last step.
+                // A liveness counterexample ends where only faults could happen next: say so on its last step,
+                // naming what stays unresolved.
+                let culprit = world
+                    .liveness_culprit(property, run.last_state())
+                    .map_or(", and".to_string(), |culprit| format!(" and {culprit}, so"));
                 if let Some(last) = picture.items.last_mut() {
                     last.violations.push(format!(
-                        "{}: only faults can happen from here on, and the property fails: {}",
+                        "{}: only faults can happen from here on{culprit} the property fails: {}",
                         property.name(),
                         property.description()
                     ));

@@ -1,5 +1,5 @@
-//! Helpers shared by the model-checking tests: load a model file, and judge one property of a world (a full
-//! search, or for a broken twin a search that stops at the first violation).
+//! Helpers shared by the model-checking tests: load a model file, judge one property of a world (a full search,
+//! or for a broken twin a search that stops at the first violation), and a seeded proptest runner.
 
 #![allow(dead_code)] // each test file uses a different subset
 
@@ -42,4 +42,15 @@ pub fn twin_verdict(world: &World, property: Property) -> Verdict {
         .stop_on(property.name())
         .bfs()
         .verdict(property.name())
+}
+
+/// A proptest runner on a fixed ChaCha seed that persists nothing, so the same cases run every time.
+pub fn seeded_runner(seed: &[u8; 32], cases: u32) -> proptest::test_runner::TestRunner {
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, seed))
 }
