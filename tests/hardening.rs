@@ -353,3 +353,77 @@ fn absurd_thread_counts_are_refused_before_any_thread_starts() {
     let out = retrylab(&["check", model, "--threads", "2"], folder.path());
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// Without `--threads`, rayon would start `RAYON_NUM_THREADS` threads: the same bound applies to it.
+#[test]
+fn an_absurd_rayon_num_threads_is_refused_too() {
+    let folder = tempfile::tempdir().unwrap();
+    let model = models().join("select-then-insert.toml");
+    let run = |value: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_retrylab"))
+            .args(["check", model.to_str().unwrap()])
+            .env("RAYON_NUM_THREADS", value)
+            .current_dir(folder.path())
+            .output()
+            .unwrap()
+    };
+    for value in ["100000", "many"] {
+        let out = run(value);
+        assert_one_line_error(&out, &["RAYON_NUM_THREADS"]);
+        assert!(out.stdout.is_empty());
+    }
+    assert_eq!(run("2").status.code(), Some(0));
+}
+
+/// A diagnostic to a stderr whose reader has gone (`retrylab check missing.toml 2>&1 | head -0`) is dropped: the
+/// exit code still says "bad input", where `eprintln!` panicked (exit 101).
+#[test]
+fn a_closed_stderr_does_not_turn_an_error_into_a_panic() {
+    let folder = tempfile::tempdir().unwrap();
+    for args in [
+        &["check", "missing.toml"][..],
+        &["replay", "missing.json"],
+        &["check", "missing.toml", "--threads", "0"],
+    ] {
+        let mut reader = Command::new("true").stdin(Stdio::piped()).spawn().unwrap();
+        let write_end = reader.stdin.take().unwrap();
+        reader.wait().unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_retrylab"))
+            .args(args)
+            .current_dir(folder.path())
+            .stdout(Stdio::piped())
+            .stderr(write_end)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+/// The verdict tables label every column, and a walk's counterexample names its seed as a number (it printed
+/// `(seed Some(57), ...)` under a table whose match column had no label). Issue 14, item 10.
+#[test]
+fn tables_have_a_header_row_and_seeds_print_as_numbers() {
+    let folder = tempfile::tempdir().unwrap();
+    let model = models().join("select-then-insert.toml");
+    let model = model.to_str().unwrap();
+    let header = "property                   verdict     declared   match     counterexample";
+    for command in ["check", "simulate"] {
+        let out = retrylab(&[command, model, "--verbose"], folder.path());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert!(lines[0].starts_with(model), "{stdout}");
+        assert_eq!(lines[1].trim(), header, "{stdout}");
+        assert!(
+            lines[2].trim_start().starts_with("no-duplicate-effect "),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("Some("), "{stdout}");
+        assert!(
+            stdout.contains("counterexample for no-duplicate-effect ("),
+            "{stdout}"
+        );
+        if command == "simulate" {
+            assert!(stdout.contains("(seed "), "{stdout}");
+        }
+    }
+}

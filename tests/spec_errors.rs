@@ -2,6 +2,7 @@
 //! process through the library: each case below printed no position, a wrong one, or nothing at all, or was
 //! accepted, before.
 
+use retrylab::check::Model;
 use retrylab::spec::{parse_model, parse_trace, replay, SpecError};
 use std::path::Path;
 
@@ -176,7 +177,7 @@ fn an_error_in_a_traces_embedded_model_names_the_trace() {
         retrylab::spec::new_trace(&model, "no-duplicate-effect", "bfs", None, Vec::new());
     trace.model_source = trace.model_source.replace("count = 2", "count = 0");
     let parsed = parse_trace("t.json", &trace.to_json()).unwrap();
-    let error = replay("t.json", &parsed).unwrap_err();
+    let error = replay("t.json", &trace.to_json(), &parsed).unwrap_err();
     assert_eq!(
         error.file,
         "t.json (its embedded model models/lease-fenced.toml)"
@@ -185,6 +186,53 @@ fn an_error_in_a_traces_embedded_model_names_the_trace() {
         (error.line, error.field.as_str()),
         (line_of(&trace.model_source, "count"), "clients.count")
     );
+}
+
+/// A trace whose property is unknown, or whose step is not enabled, is refused at that value's line and column
+/// (these were whole-file errors, with no position).
+#[test]
+fn a_tampered_trace_is_refused_where_it_was_tampered() {
+    let model = parse_model(
+        "models/select-then-insert.toml",
+        &shipped("select-then-insert.toml"),
+    )
+    .unwrap();
+    let report = model.world.checker().threads(1).bfs();
+    let (_, path) = report.counterexamples().next().expect("a counterexample");
+    let run = retrylab::check::timeline(&model.world, path).unwrap();
+    assert!(run.steps.len() >= 3, "a trace worth tampering with");
+    let trace = retrylab::spec::new_trace(&model, "no-duplicate-effect", "bfs", None, run.steps);
+    let position = |text: &str, offset: usize| {
+        let line = text[..offset].matches('\n').count() + 1;
+        let column = offset - text[..offset].rfind('\n').map_or(0, |newline| newline + 1) + 1;
+        (line, column)
+    };
+
+    let mut unknown = trace.clone();
+    unknown.property = "no-such-property".to_string();
+    let text = unknown.to_json();
+    let error = replay("t.json", &text, &parse_trace("t.json", &text).unwrap()).unwrap_err();
+    assert_eq!(error.field, "property", "{error}");
+    assert_eq!(
+        (error.line, error.column),
+        position(&text, text.find("\"no-such-property\"").unwrap()),
+        "{error}"
+    );
+
+    // Step 2 moved before step 1: the new first step is not enabled in the initial state.
+    let mut swapped = trace.clone();
+    swapped.steps.swap(0, 1);
+    let text = swapped.to_json();
+    let error = replay("t.json", &text, &parse_trace("t.json", &text).unwrap()).unwrap_err();
+    assert_eq!(error.field, "steps", "{error}");
+    assert!(error.message.contains("step 1"), "{error}");
+    let first_step = text.find("\"steps\": [").unwrap() + "\"steps\": [".len();
+    let step_1 = first_step + text[first_step..].find('{').unwrap();
+    let expected = position(&text, step_1);
+    assert_eq!((error.line, error.column), expected, "{error}");
+    assert!(error
+        .to_string()
+        .starts_with(&format!("t.json:{}:{}: steps: ", expected.0, expected.1)));
 }
 
 #[test]

@@ -39,7 +39,7 @@ fn every_counterexample_round_trips_through_a_trace_file() {
             let text = std::fs::read_to_string(&file).unwrap();
             let parsed = parse_trace("trace", &text).unwrap();
             assert_eq!(parsed, trace);
-            let outcome = replay("trace", &parsed).unwrap();
+            let outcome = replay("trace", &text, &parsed).unwrap();
             assert_eq!(outcome.property, property);
             assert_eq!(
                 outcome.violated_at,
@@ -66,11 +66,16 @@ fn a_tampered_trace_diverges_loudly() {
     let mut steps = timeline(&model.world, actions).unwrap().steps;
     steps.swap(0, 1); // deliver before send: not enabled
     let trace = new_trace(&model, name, "bfs", None, steps);
-    let error = replay("t.json", &trace).unwrap_err();
+    let error = replay("t.json", &trace.to_json(), &trace).unwrap_err();
     assert!(error.to_string().contains("diverges at step 1"), "{error}");
     // A trace cut before its last step does not reproduce.
     let mut steps = timeline(&model.world, actions).unwrap().steps;
     steps.pop();
     let trace = new_trace(&model, name, "bfs", None, steps);
-    assert_eq!(replay("t.json", &trace).unwrap().violated_at, None);
+    assert_eq!(
+        replay("t.json", &trace.to_json(), &trace)
+            .unwrap()
+            .violated_at,
+        None
+    );
 }

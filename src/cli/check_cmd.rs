@@ -19,20 +19,11 @@ pub fn run(args: &CheckArgs) -> i32 {
     let mut all_match = true;
     let mut replay_commands = Vec::new();
     let mut report_entries = Vec::new();
-    if !args.json {
-        outln!(
-            "{:<28} {:<11} {:<10} {:<9} counterexample",
-            "  property",
-            "verdict",
-            "expected",
-            ""
-        );
-    }
     for (model, name) in models.iter().zip(names) {
         let checked = match check_one(args, model, &name.stem) {
             Ok(checked) => checked,
             Err(message) => {
-                eprintln!("error: {message}");
+                errln!("error: {message}");
                 return super::EXIT_BAD_INPUT;
             }
         };
@@ -50,7 +41,7 @@ pub fn run(args: &CheckArgs) -> i32 {
     }
     if let Some(path) = &args.report {
         if let Err(message) = retrylab::report::write_report(path, &report_entries) {
-            eprintln!("error: {message}");
+            errln!("error: {message}");
             return super::EXIT_BAD_INPUT;
         }
         if !args.json {

@@ -32,7 +32,7 @@ pub fn run(args: &MergeArgs) -> i32 {
     let merged = match merged {
         Ok(merged) => merged,
         Err(message) => {
-            eprintln!("error: merge: {message}");
+            errln!("error: merge: {message}");
             return EXIT_BAD_INPUT;
         }
     };

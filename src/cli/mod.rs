@@ -4,6 +4,14 @@
 //! 1 at least one did not; 2 bad input or usage.
 
 /// `println!` for the command's output, safe when stdout is closed (see `stdout.rs`).
+/// `eprintln!` for diagnostics, which panics when stderr is a closed pipe: a diagnostic nobody can read is
+/// dropped, and the exit code still says what happened.
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::cli::stdout::write_error_line(format_args!($($arg)*))
+    };
+}
+
 macro_rules! outln {
     () => {
         $crate::cli::stdout::write_line(format_args!(""))
@@ -120,6 +128,7 @@ pub struct SimulateArgs {
     pub json: bool,
     #[arg(long, default_value = "target/retrylab/traces")]
     pub traces: PathBuf,
+    /// Print the timeline of every counterexample (by default only of unexpected verdicts).
     #[arg(long, short = 'v')]
     pub verbose: bool,
     #[arg(long)]
@@ -207,7 +216,22 @@ pub fn run(cli: Cli) -> i32 {
     };
     if let Some(threads) = threads {
         if let Err(message) = check_threads(threads) {
-            eprintln!("error: --threads: {message}");
+            errln!("error: --threads: {message}");
+            return EXIT_BAD_INPUT;
+        }
+    }
+    // Without --threads rayon reads RAYON_NUM_THREADS: the same bound applies to it.
+    if let (None, Ok(value)) = (threads, std::env::var("RAYON_NUM_THREADS")) {
+        let checked = value
+            .trim()
+            .parse::<usize>()
+            .map_err(|_| format!("'{value}' is not a number"))
+            .and_then(|threads| match threads {
+                0 => Ok(()), // rayon's "one per core"
+                _ => check_threads(threads),
+            });
+        if let Err(message) = checked {
+            errln!("error: RAYON_NUM_THREADS: {message}");
             return EXIT_BAD_INPUT;
         }
     }
@@ -217,7 +241,7 @@ pub fn run(cli: Cli) -> i32 {
     {
         Ok(pool) => pool,
         Err(error) => {
-            eprintln!("error: cannot start worker threads: {error}");
+            errln!("error: cannot start worker threads: {error}");
             return EXIT_BAD_INPUT;
         }
     };

@@ -24,7 +24,7 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Model>, i32> {
 }
 
 fn report_bad_input(error: spec::SpecError) -> i32 {
-    eprintln!("error: {error}");
+    errln!("error: {error}");
     super::EXIT_BAD_INPUT
 }
 
@@ -196,6 +196,14 @@ pub fn print_rows(
     header: &str,
 ) {
     outln!("{header}");
+    outln!(
+        "  {:<26} {:<11} {:<10} {:<9} {}",
+        "property",
+        "verdict",
+        "declared",
+        "match",
+        "counterexample"
+    );
     for property in Property::ALL {
         let actual = report.verdict(property.name());
         let expected = model

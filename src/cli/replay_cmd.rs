@@ -9,23 +9,23 @@ pub fn run(args: &ReplayArgs) -> i32 {
     let text = match std::fs::read_to_string(&args.trace) {
         Ok(text) => text,
         Err(error) => {
-            eprintln!("error: {file}: cannot read: {error}");
+            errln!("error: {file}: cannot read: {error}");
             return EXIT_BAD_INPUT;
         }
     };
     let outcome = spec::parse_trace(&file, &text).and_then(|parsed| {
-        let outcome = spec::replay(&file, &parsed)?;
+        let outcome = spec::replay(&file, &text, &parsed)?;
         Ok((outcome, parsed))
     });
     let (outcome, trace) = match outcome {
         Ok(outcome) => outcome,
         Err(error) => {
-            eprintln!("error: {error}");
+            errln!("error: {error}");
             return EXIT_BAD_INPUT;
         }
     };
     if let Some(warning) = model_file_warning(&trace) {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     if args.json {
         print_line(&ReplayLine {

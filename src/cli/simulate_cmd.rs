@@ -14,7 +14,7 @@ use std::time::Instant;
 
 pub fn run(args: &SimulateArgs) -> i32 {
     if let Err(message) = check_seeds(args.seeds, args.max_depth) {
-        eprintln!("error: --seeds: {message}");
+        errln!("error: --seeds: {message}");
         return EXIT_BAD_INPUT;
     }
     let models = match output::load_all(&args.paths) {
@@ -37,7 +37,7 @@ pub fn run(args: &SimulateArgs) -> i32 {
                 replay_commands.extend(commands);
             }
             Err(message) => {
-                eprintln!("error: {message}");
+                errln!("error: {message}");
                 return EXIT_BAD_INPUT;
             }
         }
@@ -166,9 +166,11 @@ fn print_human(
     }
     for (property, trace) in &saved.timelines {
         outln!(
-            "  counterexample for {} (seed {:?}, {} steps):",
+            "  counterexample for {} ({}, {} steps):",
             property.name(),
-            trace.seed,
+            trace
+                .seed
+                .map_or("no seed".to_string(), |seed| format!("seed {seed}")),
             trace.steps.len()
         );
         output::print_timeline(trace);

@@ -12,6 +12,11 @@ pub fn write_line(line: std::fmt::Arguments) {
     }
 }
 
+/// Write one line to stderr (through the `errln!` macro); a closed stderr is ignored.
+pub fn write_error_line(line: std::fmt::Arguments) {
+    let _ = writeln!(io::stderr().lock(), "{line}");
+}
+
 /// End the program: quietly when the reader has gone, with exit 2 and one line for any other failure (a full
 /// disk: the output is incomplete, and saying so matters).
 fn closed(error: &io::Error) -> ! {

@@ -3,6 +3,7 @@
 
 mod body;
 mod error;
+mod json_locate;
 mod locate;
 mod raw;
 mod trace;

@@ -1,6 +1,7 @@
 //! Trace files of model-file worlds: a `check::Trace` of the world's actions whose opaque model text is the
 //! model file's, parsed again on replay.
 
+use super::json_locate::{self, Seg};
 use super::{parse_model, Model, SpecError};
 use crate::check::{self, TimelineStep, Trace};
 use crate::model::{Action, Property};
@@ -49,16 +50,21 @@ pub struct ReplayOutcome {
     pub violated_at: Option<usize>,
 }
 
-/// Replay a trace against its embedded model file, strictly.
-pub fn replay(file: &str, trace: &WorldTrace) -> Result<ReplayOutcome, SpecError> {
+/// Replay a trace against its embedded model file, strictly. `text` is the trace file's text (`trace` was
+/// parsed from it), so that an error can name its line and column.
+pub fn replay(file: &str, text: &str, trace: &WorldTrace) -> Result<ReplayOutcome, SpecError> {
+    let located = |path: &[Seg], field: &str, message: &str| match json_locate::offset(text, path) {
+        Some(offset) => SpecError::at(file, text, offset, field, message),
+        None => SpecError::whole_file(file, field, message),
+    };
     let model = parse_model(&trace.model, &trace.model_source).map_err(|error| SpecError {
         // The text that failed is the trace's copy, not the file on disk (which may since have changed).
         file: format!("{file} (its embedded model {})", trace.model),
         ..error
     })?;
     let property = Property::by_name(&trace.property).ok_or_else(|| {
-        SpecError::whole_file(
-            file,
+        located(
+            &[Seg::Key("property")],
             "property",
             &format!(
                 "unknown property '{}', expected one of: {}",
@@ -68,8 +74,8 @@ pub fn replay(file: &str, trace: &WorldTrace) -> Result<ReplayOutcome, SpecError
         )
     })?;
     let diverged = |step: usize| {
-        SpecError::whole_file(
-            file,
+        located(
+            &[Seg::Key("steps"), Seg::Index(step - 1)],
             "steps",
             &format!("the trace diverges at step {step}: its action is not enabled in the model"),
         )
