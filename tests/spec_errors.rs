@@ -116,6 +116,21 @@ fn a_missing_table_is_named_at_the_end_of_the_file() {
     assert!(error.line > 1, "not blamed on the first line: {error}");
 }
 
+/// A file that starts with a table has no top-level keys: its missing `description` is the top level's, at
+/// 1:1, not the first table's (it was reported as `protocol.description`).
+#[test]
+fn a_missing_description_is_the_top_levels_even_when_a_table_comes_first() {
+    let text = shipped("lease-fenced.toml");
+    let start = text.find("[protocol]").unwrap();
+    let error = refused(&text[start..]);
+    assert_eq!(
+        (error.line, error.column, error.field.as_str()),
+        (1, 1, "description"),
+        "{error}"
+    );
+    assert!(error.message.contains("description = \"...\""), "{error}");
+}
+
 #[test]
 fn a_missing_field_inside_a_table_names_the_table() {
     let text = shipped("lease-fenced.toml").replace("count = 2\n", "");
@@ -153,6 +168,14 @@ fn bodies_are_json_objects() {
         8,
         "clients.operations[1].body.items[2].at",
         "datetime",
+    );
+    // A datetime where the table belongs (toml hands it over as a private marker table).
+    assert_refused(
+        &with("body = 1979-05-27T07:32:00Z"),
+        line,
+        8,
+        "clients.operations[1].body",
+        "found a TOML datetime",
     );
     for (json, kind) in [
         ("null", "null"),

@@ -6,6 +6,9 @@ use super::raw::RawOperation;
 use crate::protocol;
 use toml::Spanned;
 
+/// The key toml gives a datetime deserialised where a table was expected.
+const TOML_DATETIME_MARKER: &str = "$__toml_private_datetime";
+
 /// A bound on the walk below, above what the TOML parser lets a file nest (toml_edit stops well before).
 const DEPTH_MAX: usize = 256;
 
@@ -18,6 +21,14 @@ pub fn operation_body(
     match (&operation.body, &operation.body_json) {
         (Some(table), None) => {
             let at = table.span().start;
+            // `body = 1979-05-27T07:32:00Z` arrives here as toml's private marker table.
+            if table.get_ref().contains_key(TOML_DATETIME_MARKER) {
+                return Err((
+                    at,
+                    "body".to_string(),
+                    "must be a table ({ amount = 500 }), found a TOML datetime".to_string(),
+                ));
+            }
             if let Some(path) = datetime_path(&toml::Value::Table(table.get_ref().clone()), 0) {
                 return Err((
                     at,

@@ -223,15 +223,22 @@ fn toml_error(file: &str, text: &str, error: &toml::de::Error) -> SpecError {
         .and_then(|rest| rest.strip_suffix('`'))
     {
         // serde's span is the table's: a `[header]`'s, or for the top level the keys before the first header.
+        // A file with no top-level keys starts with its first header, whose span is then the top level's too:
+        // the top level's own required fields are never blamed on that table.
+        let top_level = matches!(missing, "description" | "clients" | "expect");
         let header = error.span().filter(|span| {
-            text.get(span.start..)
-                .is_some_and(|rest| rest.starts_with('['))
+            !top_level
+                && text
+                    .get(span.start..)
+                    .is_some_and(|rest| rest.starts_with('['))
         });
         let (field, at) = match header {
             Some(span) => (
                 format!("{}.{missing}", field_at(text, span.start)),
                 span.end,
             ),
+            // `description` belongs before the first table; a missing table can go at the end.
+            None if missing == "description" => (missing.to_string(), 0),
             None => (missing.to_string(), text.len()),
         };
         let table = field.rsplit_once('.').map_or("", |(table, _)| table);
