@@ -1,0 +1,202 @@
+//! The family's members, the flags, and what the table and the CSV hold.
+
+use retrylab::check::Verdict;
+use std::fmt;
+
+/// One member of the lease-fenced family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub clients: u8,
+    pub processes: u8,
+    pub crashes: u8,
+}
+
+impl Member {
+    /// At most as large as `other` in every dimension: its state space is contained in `other`'s.
+    pub fn le(self, other: Member) -> bool {
+        self.clients <= other.clients
+            && self.processes <= other.processes
+            && self.crashes <= other.crashes
+    }
+}
+
+impl fmt::Display for Member {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}c x {}p x {} crash",
+            self.clients, self.processes, self.crashes
+        )
+    }
+}
+
+/// `models/lease-fenced.toml` with the member's clients, processes and crashes.
+pub fn member_text(base: &str, member: Member) -> String {
+    let replace = |text: String, from: &str, to: String| {
+        assert!(text.contains(from), "lease-fenced.toml has `{from}`");
+        text.replacen(from, &to, 1)
+    };
+    let text = replace(
+        base.to_string(),
+        "count = 2\n",
+        format!("count = {}\n", member.clients),
+    );
+    let text = replace(
+        text,
+        "processes = 2\n",
+        format!("processes = {}\n", member.processes),
+    );
+    replace(
+        text,
+        "crashes = 1\n",
+        format!("crashes = {}\n", member.crashes),
+    )
+}
+
+/// What one checker found on one member.
+#[derive(Clone, Copy, Debug)]
+pub struct Outcome {
+    /// Unknown when the run was killed at the time limit.
+    pub states: Option<u64>,
+    pub seconds: f64,
+    pub verdict: Verdict,
+}
+
+pub struct Flags {
+    pub limit_s: u64,
+    pub max_states: u64,
+    pub threads: usize,
+    pub csv: Option<String>,
+    /// `--run CHECKER CLIENTS PROCESSES CRASHES`: one run in this process (the parent's child).
+    pub run: Option<(String, Member)>,
+}
+
+/// Every member, smallest first in each dimension.
+pub fn members() -> Vec<Member> {
+    let mut members = Vec::new();
+    for clients in 2..=4 {
+        for processes in 2..=3 {
+            for crashes in 1..=2 {
+                members.push(Member {
+                    clients,
+                    processes,
+                    crashes,
+                });
+            }
+        }
+    }
+    members
+}
+
+/// A child's one line: `states seconds verdict`.
+pub fn format_outcome(outcome: &Outcome) -> String {
+    format!(
+        "{} {} {}",
+        outcome.states.unwrap_or(0),
+        outcome.seconds,
+        outcome.verdict.name()
+    )
+}
+
+pub fn parse_outcome(line: &str) -> Outcome {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let verdict = match fields.get(2) {
+        Some(&"holds") => Verdict::Holds,
+        Some(&"violated") => Verdict::Violated,
+        _ => Verdict::Incomplete,
+    };
+    Outcome {
+        states: fields.first().and_then(|n| n.parse().ok()),
+        seconds: fields.get(1).and_then(|s| s.parse().ok()).unwrap_or(0.0),
+        verdict,
+    }
+}
+
+/// `--limit-s S --max-states N --threads N --csv FILE`; a bad flag prints one line and exits with code 2.
+pub fn flags() -> Flags {
+    let mut flags = Flags {
+        limit_s: 60,
+        max_states: 200_000_000,
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        csv: None,
+        run: None,
+    };
+    let mut given = std::env::args().skip(1);
+    while let Some(flag) = given.next() {
+        let value = given.next().unwrap_or_default();
+        let number = || -> u64 {
+            value.parse().ok().filter(|n| *n > 0).unwrap_or_else(|| {
+                eprintln!("error: {flag} needs a positive number, got '{value}'");
+                std::process::exit(2)
+            })
+        };
+        match flag.as_str() {
+            "--limit-s" => flags.limit_s = number(),
+            "--max-states" => flags.max_states = number(),
+            "--threads" => flags.threads = number() as usize,
+            "--csv" => flags.csv = Some(value.clone()),
+            "--run" => {
+                let mut size = || -> u8 {
+                    let text = given.next().unwrap_or_default();
+                    text.parse().unwrap_or_else(|_| {
+                        eprintln!("error: --run CHECKER CLIENTS PROCESSES CRASHES, got '{text}'");
+                        std::process::exit(2)
+                    })
+                };
+                let member = Member {
+                    clients: size(),
+                    processes: size(),
+                    crashes: size(),
+                };
+                flags.run = Some((value.clone(), member));
+            }
+            _ => {
+                eprintln!("error: unknown flag {flag} (--limit-s, --max-states, --threads, --csv)");
+                std::process::exit(2)
+            }
+        }
+    }
+    flags
+}
+
+/// The table as CSV: member, checker, states, seconds, verdict.
+pub fn write_csv(path: &str, rows: &[(Member, &str, Outcome)]) {
+    let mut text = String::from("clients,processes,crashes,checker,states,seconds,verdict\n");
+    for (member, checker, outcome) in rows {
+        text.push_str(&format!(
+            "{},{},{},{checker},{},{:.3},{}\n",
+            member.clients,
+            member.processes,
+            member.crashes,
+            outcome.states.map_or(String::new(), |n| n.to_string()),
+            outcome.seconds,
+            outcome.verdict.name()
+        ));
+    }
+    if let Err(error) = std::fs::write(path, text) {
+        eprintln!("error: cannot write {path}: {error}");
+        std::process::exit(2);
+    }
+}
+
+/// On the largest member (by states) that stateright completed: its best time over retrylab's best time.
+pub fn ratio(rows: &[(Member, &str, Outcome)]) -> Option<(Member, f64)> {
+    let complete = |row: &&(Member, &str, Outcome)| row.2.verdict != Verdict::Incomplete;
+    let best = |member: Member, prefix: &str| {
+        rows.iter()
+            .filter(complete)
+            .filter(|row| row.0 == member && row.1.starts_with(prefix))
+            .map(|row| row.2.seconds)
+            .min_by(f64::total_cmp)
+    };
+    let largest = rows
+        .iter()
+        .filter(complete)
+        .filter(|row| row.1.starts_with("stateright"))
+        .max_by_key(|row| row.2.states)?
+        .0;
+    Some((
+        largest,
+        best(largest, "stateright")? / best(largest, "retrylab")?,
+    ))
+}
