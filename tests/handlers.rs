@@ -9,7 +9,7 @@ mod handlers;
 use handlers::Visit;
 use retrylab::check::{Model, Verdict};
 use retrylab::handler::lockstep::{drive, Backend, PostgresBackend, SqliteBackend};
-use retrylab::handler::{Handler, HandlerWorld};
+use retrylab::handler::{Handler, HandlerWorld, Worker};
 use retrylab::servers::postgres::TempPostgres;
 
 struct Replay {
@@ -18,10 +18,10 @@ struct Replay {
 }
 
 impl Replay {
-    fn on<H: Handler, B: Backend>(
+    fn on<H: Handler, W: Worker, B: Backend>(
         &self,
         name: &str,
-        world: &HandlerWorld<H>,
+        world: &HandlerWorld<H, W>,
         backend: &B,
         path: &[retrylab::handler::world::HandlerAction],
     ) -> Option<usize> {
@@ -31,10 +31,10 @@ impl Replay {
 }
 
 impl Visit for Replay {
-    fn design<H: Handler>(
+    fn design<H: Handler, W: Worker>(
         &mut self,
         name: &str,
-        world: HandlerWorld<H>,
+        world: HandlerWorld<H, W>,
         declared: &[(&str, Verdict)],
         reached: &[&str],
     ) {
