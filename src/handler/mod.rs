@@ -20,6 +20,7 @@ pub mod sim;
 #[cfg(feature = "real")]
 pub mod sqlite;
 pub mod world;
+mod world_assert;
 mod world_describe;
 mod world_step;
 
@@ -33,3 +34,5 @@ pub use world::{HandlerFaults, HandlerWorld, RecordsIn};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod worker_tests;
