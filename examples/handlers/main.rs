@@ -1,5 +1,6 @@
 //! The catalogue as handlers: each design written once as async Rust over the store interface, checked in a
-//! world of retrying clients, a lossy network and crashing, pausing processes, with the verdicts it declares.
+//! world of retrying clients, a lossy network and crashing, pausing processes (and, for the completer designs,
+//! a background worker), with the verdicts it declares.
 //! `cargo run --release --example handlers [-- --json]` (exit 0: every design as declared).
 
 // Paths spelled out so that tests/handlers.rs can include this file as a module and reach the same designs.
@@ -359,7 +360,7 @@ fn completers(visit: &mut impl Visit) {
     visit.design(
         "rides-without-completer",
         world(true),
-        &[(dup, HOLDS), (stuck, VIOLATED)],
+        &[(stuck, VIOLATED)],
         &["crash-after-claim"],
     );
     visit.design(
