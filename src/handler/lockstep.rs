@@ -50,16 +50,7 @@ pub fn drive<H: Handler, W: Worker, B: Backend>(
     let fail = |step: usize, what: String| format!("step {step}: {what}");
     for (index, action) in actions.iter().enumerate() {
         let step = index + 1;
-        // The reply a step is about to send, read before the model moves on (no copy of the whole state).
-        let model_reply = match action {
-            HandlerAction::Step { proc } => {
-                match state.procs[*proc as usize].as_ref().map(|job| &job.next) {
-                    Some(super::Next::Reply(reply)) => Some(reply.clone()),
-                    _ => None,
-                }
-            }
-            _ => None,
-        };
+        let model_reply = about_to_reply(&state, action);
         let observed = world.apply(&mut state, action);
         // Time moves with pauses and Retry-After waits: every connection reads the model's clock.
         backend.clock().set_ms(state.store.now_ms);
@@ -104,33 +95,47 @@ pub fn drive<H: Handler, W: Worker, B: Backend>(
             }
             _ => {}
         }
-        let real = backend.effects().map_err(|e| fail(step, e.to_string()))?;
-        if real != state.store.effects.len() {
-            return Err(fail(
-                step,
-                format!(
-                    "{real} effect rows for real, {} in the model",
-                    state.store.effects.len()
-                ),
-            ));
-        }
-        seen.effects_per_step.push(real);
-        let charges = backend.charges().map_err(|e| fail(step, e.to_string()))?;
-        if charges != state.store.charges.len() {
-            return Err(fail(
-                step,
-                format!(
-                    "{charges} provider charges for real, {} in the model",
-                    state.store.charges.len()
-                ),
-            ));
-        }
-        seen.charges_per_step.push(charges);
+        same_counts(backend, &state, &mut seen).map_err(|what| fail(step, what))?;
         if observed.has(crate::model::Event::DuplicateEffect) {
             seen.model_duplicate_at.get_or_insert(step);
         }
     }
     Ok(seen)
+}
+
+/// The reply a step is about to send, read before the model moves on (no copy of the whole state).
+fn about_to_reply(state: &HandlerState, action: &HandlerAction) -> Option<Reply> {
+    let HandlerAction::Step { proc } = action else {
+        return None;
+    };
+    match state.procs[*proc as usize].as_ref().map(|job| &job.next) {
+        Some(super::Next::Reply(reply)) => Some(reply.clone()),
+        _ => None,
+    }
+}
+
+/// The real effect rows and provider charges, which must be the model's; recorded in `seen`.
+fn same_counts<B: Backend>(
+    backend: &B,
+    state: &HandlerState,
+    seen: &mut Lockstep,
+) -> Result<(), String> {
+    let effects = backend.effects().map_err(|e| e.to_string())?;
+    let charges = backend.charges().map_err(|e| e.to_string())?;
+    let (model_effects, model_charges) = (state.store.effects.len(), state.store.charges.len());
+    if effects != model_effects {
+        return Err(format!(
+            "{effects} effect rows for real, {model_effects} in the model"
+        ));
+    }
+    if charges != model_charges {
+        return Err(format!(
+            "{charges} provider charges for real, {model_charges} in the model"
+        ));
+    }
+    seen.effects_per_step.push(effects);
+    seen.charges_per_step.push(charges);
+    Ok(())
 }
 
 /// SQLite, one file (and its side file), a connection per process, and one more that counts the effects.

@@ -22,6 +22,7 @@ pub mod sqlite;
 pub mod world;
 mod world_assert;
 mod world_describe;
+mod world_records;
 mod world_step;
 
 pub use api::{

@@ -14,6 +14,8 @@ use super::api::{Activation, Handler, NoWorker, Reply, Request, Worker};
 use super::calls::{Answer, Call};
 use super::replay::{next_step, Next};
 use super::sim::{Committed, Ghost, Txn};
+use super::world_records::no_stuck_key;
+pub use super::world_records::{Records, RecordsIn};
 use crate::check::{self, Model};
 use crate::model::{Event, Events, Property as Named};
 use std::collections::BTreeMap;
@@ -31,41 +33,6 @@ pub struct HandlerFaults {
     /// A store call fails instead of being made (a timeout, a dropped connection, an exception in the driver):
     /// the handler gets an error (a failed `commit` rolls the transaction back).
     pub call_failures: u8,
-}
-
-/// Where a design keeps its idempotency records, and which of their values are unfinished: what the
-/// `no-stuck-key` property needs to know of a handler's record format.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RecordsIn {
-    /// Rows of this table.
-    Table(String),
-    /// Keys of the key-value store. A key with a TTL is never stuck: it expires.
-    KeyValue,
-}
-
-/// The records declaration: where they are, and `in_progress(value, now_ms)`: whether a record with this value
-/// is unfinished at that time (a claim whose lease ran out may say no: the next request takes it over).
-#[derive(Clone, Debug)]
-pub struct Records {
-    pub place: RecordsIn,
-    pub in_progress: fn(&str, u64) -> bool,
-}
-
-impl Records {
-    /// Whether some record in `store` is unfinished.
-    pub fn any_in_progress(&self, store: &Committed) -> bool {
-        let now_ms = store.now_ms;
-        match &self.place {
-            RecordsIn::Table(table) => store
-                .rows
-                .iter()
-                .any(|((t, _), (value, _))| t == table && (self.in_progress)(value, now_ms)),
-            RecordsIn::KeyValue => store
-                .kv
-                .values()
-                .any(|(value, expiry)| expiry.is_none() && (self.in_progress)(value, now_ms)),
-        }
-    }
 }
 
 /// The world around a handler (and its background workers, if any).
@@ -356,14 +323,6 @@ fn resolved<H, W>(_world: &HandlerWorld<H, W>, state: &HandlerState) -> bool {
                 .iter()
                 .all(|outcome| matches!(outcome, Outcome::Succeeded(_) | Outcome::Failed(_)))
     })
-}
-
-/// No unfinished record (the design declared which those are).
-fn no_stuck_key<H, W>(world: &HandlerWorld<H, W>, state: &HandlerState) -> bool {
-    world
-        .records
-        .as_ref()
-        .is_none_or(|records| !records.any_in_progress(&state.store))
 }
 
 impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {

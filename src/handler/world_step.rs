@@ -156,19 +156,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 self.receive(state, message);
             }
             HandlerAction::Step { proc } => self.run_call(state, *proc, &mut events),
-            HandlerAction::Wake { worker } => {
-                state.wake[*worker as usize] = false;
-                let task = Task::Work {
-                    ghost: NO_OPERATION,
-                };
-                let next = self.next(&task, &[]);
-                state.procs[(self.processes + worker) as usize] = Some(Job {
-                    task,
-                    answered: Vec::new(),
-                    next,
-                    txn: None,
-                });
-            }
+            HandlerAction::Wake { worker } => self.wake(state, *worker),
             HandlerAction::Drop { message } => {
                 take(state, message);
                 let (budget, event) = match message {
@@ -183,17 +171,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 state.budgets[DUPLICATE_REQUESTS_AT] -= 1;
                 events.add(Event::DuplicatedRequest);
             }
-            HandlerAction::Crash { proc } => {
-                state.budgets[CRASHES_AT] -= 1;
-                let job = state.procs[*proc as usize].take().expect("a busy process");
-                if self.is_worker(*proc) {
-                    // Restarted, it runs again.
-                    state.wake[(*proc - self.processes) as usize] = true;
-                } else if job.answered.iter().any(|(call, _)| *call == Call::Commit) {
-                    events.add(Event::CrashAfterClaim);
-                }
-                state.store.crashed(*proc);
-            }
+            HandlerAction::Crash { proc } => self.crash(state, *proc, &mut events),
             HandlerAction::Pause => {
                 state.budgets[PAUSES_AT] -= 1;
                 state.store.now_ms += self.pause_ms;
@@ -206,6 +184,33 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             }
         }
         events
+    }
+
+    /// A worker begins a run: it has seen what there is to see until something changes again.
+    fn wake(&self, state: &mut HandlerState, worker: u8) {
+        state.wake[worker as usize] = false;
+        let task = Task::Work {
+            ghost: NO_OPERATION,
+        };
+        let next = self.next(&task, &[]);
+        state.procs[(self.processes + worker) as usize] = Some(Job {
+            task,
+            answered: Vec::new(),
+            next,
+            txn: None,
+        });
+    }
+
+    /// A process dies with its open transaction; a worker is restarted (it will run again).
+    fn crash(&self, state: &mut HandlerState, proc: u8, events: &mut Events) {
+        state.budgets[CRASHES_AT] -= 1;
+        let job = state.procs[proc as usize].take().expect("a busy process");
+        if self.is_worker(proc) {
+            state.wake[(proc - self.processes) as usize] = true;
+        } else if job.answered.iter().any(|(call, _)| *call == Call::Commit) {
+            events.add(Event::CrashAfterClaim);
+        }
+        state.store.crashed(proc);
     }
 
     /// The process's next call fails without being made; a failed commit loses the transaction.
