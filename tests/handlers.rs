@@ -1,6 +1,7 @@
 //! The handler catalogue (`examples/handlers`): every design gets the verdicts it declares, and every
 //! counterexample the checker finds is driven in lockstep against real SQLite and real PostgreSQL with the same
-//! handler code: the same effect rows after every step, the same replies, the same duplicate at the same step.
+//! handler code: the same effect rows and provider charges after every step, the same replies, the same
+//! duplicate at the same step. Background workers (the completer designs) run on their own connections.
 
 #[path = "../examples/handlers/main.rs"]
 #[allow(dead_code)] // its `main` and output
@@ -8,8 +9,8 @@ mod handlers;
 
 use handlers::Visit;
 use retrylab::check::{Model, Verdict};
-use retrylab::handler::lockstep::{drive, Backend, PostgresBackend, SqliteBackend};
-use retrylab::handler::{Handler, HandlerWorld};
+use retrylab::handler::lockstep::{drive, Backend, Lockstep, PostgresBackend, SqliteBackend};
+use retrylab::handler::{Handler, HandlerWorld, Worker};
 use retrylab::servers::postgres::TempPostgres;
 
 struct Replay {
@@ -18,23 +19,22 @@ struct Replay {
 }
 
 impl Replay {
-    fn on<H: Handler, B: Backend>(
+    fn on<H: Handler, W: Worker, B: Backend>(
         &self,
         name: &str,
-        world: &HandlerWorld<H>,
+        world: &HandlerWorld<H, W>,
         backend: &B,
         path: &[retrylab::handler::world::HandlerAction],
-    ) -> Option<usize> {
-        let seen = drive(world, backend, path).unwrap_or_else(|error| panic!("{name}: {error}"));
-        seen.model_duplicate_at
+    ) -> Lockstep {
+        drive(world, backend, path).unwrap_or_else(|error| panic!("{name}: {error}"))
     }
 }
 
 impl Visit for Replay {
-    fn design<H: Handler>(
+    fn design<H: Handler, W: Worker>(
         &mut self,
         name: &str,
-        world: HandlerWorld<H>,
+        world: HandlerWorld<H, W>,
         declared: &[(&str, Verdict)],
         reached: &[&str],
     ) {
@@ -47,9 +47,17 @@ impl Visit for Replay {
             let on_sqlite = self.on(name, &world, &sqlite, path);
             if property.name == "no-duplicate-effect" {
                 assert_eq!(
-                    on_sqlite,
+                    on_sqlite.model_duplicate_at,
                     Some(path.len()),
-                    "{name}: the real duplicate at the model's step"
+                    "{name}: the duplicate at the model's last step"
+                );
+                // ... and for real: the last step added an effect row or a provider charge.
+                let grew = |per_step: &[usize]| {
+                    per_step[per_step.len() - 1] > per_step[per_step.len() - 2]
+                };
+                assert!(
+                    grew(&on_sqlite.effects_per_step) || grew(&on_sqlite.charges_per_step),
+                    "{name}: {on_sqlite:?}"
                 );
             }
             if let Some(server) = &self.postgres {
@@ -85,8 +93,12 @@ fn every_design_as_declared_and_every_counterexample_the_same_on_sqlite_and_post
         .filter(|name| name.ends_with(" no-duplicate-effect"))
         .count();
     assert!(
-        duplicates >= 6,
+        duplicates >= 8,
         "the catalogue's broken designs: {:#?}",
         replay.driven
     );
+    // A trace with a background worker's steps in it, on both databases.
+    assert!(replay
+        .driven
+        .contains(&"completer-without-derived-key no-duplicate-effect".to_string()));
 }

@@ -1,5 +1,6 @@
 //! The catalogue as handlers: each design written once as async Rust over the store interface, checked in a
-//! world of retrying clients, a lossy network and crashing, pausing processes, with the verdicts it declares.
+//! world of retrying clients, a lossy network and crashing, pausing processes (and, for the completer designs,
+//! a background worker), with the verdicts it declares.
 //! `cargo run --release --example handlers [-- --json]` (exit 0: every design as declared).
 
 // Paths spelled out so that tests/handlers.rs can include this file as a module and reach the same designs.
@@ -7,6 +8,8 @@
 mod article;
 #[path = "common.rs"]
 mod common;
+#[path = "completer.rs"]
+mod completer;
 #[path = "lease_fenced.rs"]
 mod lease_fenced;
 #[path = "powertools_2944.rs"]
@@ -21,7 +24,7 @@ mod select_then_insert;
 mod separate_kv;
 
 use retrylab::check::{Expected, Model, Report, Verdict};
-use retrylab::handler::{Handler, HandlerFaults, HandlerWorld};
+use retrylab::handler::{Handler, HandlerFaults, HandlerWorld, RecordsIn, Worker};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -69,10 +72,10 @@ pub fn select_then_insert_handler() -> select_then_insert::SelectThenInsert {
 
 /// What is done with each design of the catalogue.
 pub trait Visit {
-    fn design<H: Handler>(
+    fn design<H: Handler, W: Worker>(
         &mut self,
         name: &str,
-        world: HandlerWorld<H>,
+        world: HandlerWorld<H, W>,
         declared: &[(&str, Verdict)],
         reached: &[&str],
     );
@@ -90,10 +93,10 @@ pub fn expected(declared: &[(&str, Verdict)], reached: &[&str]) -> Expected {
 struct Lines(Vec<Line>);
 
 impl Visit for Lines {
-    fn design<H: Handler>(
+    fn design<H: Handler, W: Worker>(
         &mut self,
         name: &str,
-        world: HandlerWorld<H>,
+        world: HandlerWorld<H, W>,
         declared: &[(&str, Verdict)],
         reached: &[&str],
     ) {
@@ -102,14 +105,14 @@ impl Visit for Lines {
 }
 
 /// Check one design and compare with what it declares.
-fn check<H: Handler>(
+fn check<H: Handler, W: Worker>(
     name: &str,
-    world: HandlerWorld<H>,
+    world: HandlerWorld<H, W>,
     declared: &[(&str, Verdict)],
     reached: &[&str],
 ) -> Line {
     let started = Instant::now();
-    let report: Report<HandlerWorld<H>> = world.checker().bfs();
+    let report: Report<HandlerWorld<H, W>> = world.checker().bfs();
     let elapsed_ms = started.elapsed().as_millis() as u64;
     let comparison = report.compare(&expected(declared, reached));
     let sometimes = retrylab::check::Kind::Sometimes;
@@ -201,35 +204,62 @@ fn main() {
 }
 
 /// A client told 409 waits out the lease (Retry-After) and has attempts enough to outlast one crash.
-fn lease<H: Handler>(world: HandlerWorld<H>) -> HandlerWorld<H> {
+fn lease<H: Handler, W: Worker>(world: HandlerWorld<H, W>) -> HandlerWorld<H, W> {
     world.retry_after_ms(common::LEASE_MS).max_attempts(5)
+}
+
+/// The records of the designs that keep them in the `keys` table, for `no-stuck-key`: a claim is unfinished
+/// (the article's has no lease; a lease-fenced claim whose lease ran out is not stuck, the next request takes
+/// it over, as in the built-in world).
+fn keys_in_progress(value: &str, now_ms: u64) -> bool {
+    value.starts_with(common::IN_PROGRESS) && !lease_fenced::expired(value, now_ms)
+}
+
+/// Records in the key-value store: a claim without a TTL (one with a TTL expires).
+fn kv_in_progress(value: &str, _now_ms: u64) -> bool {
+    value == common::IN_PROGRESS
 }
 
 /// Every design with its world and declared verdicts.
 pub fn catalogue(visit: &mut impl Visit) {
     use article::Article;
     use lease_fenced::LeaseFenced;
-    let (dup, lost, resolves) = (
+    let (dup, lost, resolves, stuck) = (
         "no-duplicate-effect",
         "no-lost-effect",
         "eventually-resolves",
+        "no-stuck-key",
     );
+    let keys = || RecordsIn::Table("keys".to_string());
     let crash = faults(|f| (f.crashes, f.drop_responses, f.early_timeouts) = (1, 1, 1));
     let race = faults(|f| f.early_timeouts = 1);
     visit.design(
         "article",
         HandlerWorld::new(Article, 1, BODY)
             .processes(2)
-            .faults(crash),
-        &[(dup, HOLDS), (lost, HOLDS), (resolves, VIOLATED)],
+            .faults(crash)
+            .records(keys(), keys_in_progress),
+        &[
+            (dup, HOLDS),
+            (lost, HOLDS),
+            (resolves, VIOLATED),
+            (stuck, VIOLATED),
+        ],
         &["crash-after-claim", "lost-response", "replay"],
     );
     visit.design(
         "lease-fenced",
-        lease(HandlerWorld::new(LeaseFenced, 1, BODY).processes(2)).faults(faults(|f| {
-            (f.crashes, f.pauses, f.early_timeouts) = (1, 1, 1)
-        })),
-        &[(dup, HOLDS), (lost, HOLDS), (resolves, HOLDS)],
+        lease(HandlerWorld::new(LeaseFenced, 1, BODY).processes(2))
+            .faults(faults(|f| {
+                (f.crashes, f.pauses, f.early_timeouts) = (1, 1, 1)
+            }))
+            .records(keys(), keys_in_progress),
+        &[
+            (dup, HOLDS),
+            (lost, HOLDS),
+            (resolves, HOLDS),
+            (stuck, HOLDS),
+        ],
         &["crash-after-claim", "slow-owner", "parallel-retry"],
     );
     visit.design(
@@ -267,7 +297,7 @@ pub fn catalogue(visit: &mut impl Visit) {
         lease(HandlerWorld::new(provider::ProviderDerivedKey, 1, BODY))
             .faults(faults(|f| f.crashes = 1)),
         &[(dup, HOLDS), (resolves, HOLDS)],
-        &["crash-after-claim"],
+        &["crash-after-claim", "provider-retried"],
     );
     visit.design(
         "powertools-2944-delete-after-commit",
@@ -300,15 +330,49 @@ pub fn catalogue(visit: &mut impl Visit) {
     visit.design(
         "redis-set-then-expire",
         lease(HandlerWorld::new(separate_kv::SetThenExpire, 1, BODY))
-            .faults(faults(|f| f.crashes = 1)),
-        &[(resolves, VIOLATED)],
+            .faults(faults(|f| f.crashes = 1))
+            .records(RecordsIn::KeyValue, kv_in_progress),
+        &[(resolves, VIOLATED), (stuck, VIOLATED)],
         &[],
     );
     visit.design(
         "redis-set-then-expire-fixed",
         lease(HandlerWorld::new(separate_kv::SeparateKv, 1, BODY))
-            .faults(faults(|f| f.crashes = 1)),
-        &[(resolves, HOLDS)],
+            .faults(faults(|f| f.crashes = 1))
+            .records(RecordsIn::KeyValue, kv_in_progress),
+        &[(resolves, HOLDS), (stuck, HOLDS)],
         &["crash-after-claim"],
+    );
+    completers(visit);
+}
+
+/// rocket-rides: a background completer finishes rides whose handler crashed; without it a crash after the
+/// claim leaves the ride unfinished forever.
+fn completers(visit: &mut impl Visit) {
+    use completer::{Completer, Ride, RIDES};
+    let (dup, stuck) = ("no-duplicate-effect", "no-stuck-key");
+    let rides = || RecordsIn::Table(RIDES.to_string());
+    let world = |derived: bool| {
+        HandlerWorld::new(Ride { derived }, 1, BODY)
+            .faults(faults(|f| f.crashes = 1))
+            .records(rides(), completer::in_progress)
+    };
+    visit.design(
+        "rides-without-completer",
+        world(true),
+        &[(stuck, VIOLATED)],
+        &["crash-after-claim"],
+    );
+    visit.design(
+        "completer-without-derived-key",
+        world(false).worker(Completer { derived: false }, 1),
+        &[(dup, VIOLATED), (stuck, HOLDS)],
+        &["crash-after-claim"],
+    );
+    visit.design(
+        "completer-without-derived-key-fixed",
+        world(true).worker(Completer { derived: true }, 1),
+        &[(dup, HOLDS), (stuck, HOLDS)],
+        &["crash-after-claim", "provider-retried", "replay"],
     );
 }

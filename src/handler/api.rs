@@ -103,6 +103,9 @@ pub trait Store {
         expected: Option<&str>,
     ) -> StoreResult<bool>;
     async fn delete(&mut self, table: &str, key: &str) -> StoreResult<bool>;
+    /// The keys of a table's rows, in byte order (how a background worker finds its work: a completer lists
+    /// the records, then reads each one). Inside a transaction it sees that transaction's own writes.
+    async fn scan(&mut self, table: &str) -> StoreResult<Vec<String>>;
     /// Insert an effect row (a payment); returns its id, 1-based in commit order of the table.
     async fn insert_effect(&mut self, table: &str, value: &str) -> StoreResult<u64>;
     /// SET (with NX and a TTL as `mode` says); whether it was written.
@@ -125,4 +128,32 @@ pub trait Store {
 /// A request handler: the server's logic, written once.
 pub trait Handler: Sync {
     fn handle<S: Store>(&self, store: &mut S, request: &Request) -> impl Future<Output = Reply>;
+}
+
+/// A background worker: a process that runs without a request (a completer that finishes unfinished
+/// operations, a reaper, an orphan sweeper), written like a handler. One `run` is one activation (one pass of a
+/// periodic job); it finds its work in the store (`scan`, then `get`). The checker wakes a worker again after
+/// anything it could see has changed (rows, the key-value store, the provider, the clock), may crash it between
+/// any two calls (it is restarted), and keeps nothing of it between runs: a worker remembers only what it wrote.
+pub trait Worker: Sync {
+    fn run<S: Store>(&self, store: &mut S) -> impl Future<Output = ()>;
+}
+
+/// No background workers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoWorker;
+
+impl Worker for NoWorker {
+    async fn run<S: Store>(&self, _store: &mut S) {}
+}
+
+/// A worker as a handler of no request, so that the replay and the real drivers run it unchanged. Its reply
+/// (status 0) only says that the run ended.
+pub struct Activation<'a, W>(pub &'a W);
+
+impl<W: Worker> Handler for Activation<'_, W> {
+    async fn handle<S: Store>(&self, store: &mut S, _request: &Request) -> Reply {
+        self.0.run(store).await;
+        Reply::new(0, "")
+    }
 }

@@ -28,6 +28,9 @@ pub enum Call {
         table: String,
         key: String,
     },
+    Scan {
+        table: String,
+    },
     InsertEffect {
         table: String,
         value: String,
@@ -62,6 +65,7 @@ pub enum Answer {
     Row(Option<String>),
     Id(u64),
     Text(String),
+    Keys(Vec<String>),
     Time(u64),
     Failed(StoreError),
 }
@@ -77,6 +81,7 @@ impl Call {
             Call::Get { .. } => "get",
             Call::Update { .. } => "update",
             Call::Delete { .. } => "delete",
+            Call::Scan { .. } => "scan",
             Call::InsertEffect { .. } => "insert-effect",
             Call::KvSet { .. } => "kv-set",
             Call::KvGet { .. } => "kv-get",
@@ -95,6 +100,7 @@ impl Call {
                 | Call::Get { .. }
                 | Call::Update { .. }
                 | Call::Delete { .. }
+                | Call::Scan { .. }
                 | Call::InsertEffect { .. }
         )
     }

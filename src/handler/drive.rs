@@ -126,6 +126,12 @@ impl<S: Store> Store for Gated<S> {
         }
         self.inner.delete(table, key).await
     }
+    async fn scan(&mut self, table: &str) -> StoreResult<Vec<String>> {
+        if self.turn().await {
+            return Err(injected());
+        }
+        self.inner.scan(table).await
+    }
     async fn insert_effect(&mut self, table: &str, value: &str) -> StoreResult<u64> {
         if self.turn().await {
             return Err(injected());

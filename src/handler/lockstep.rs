@@ -2,11 +2,12 @@
 //! is a live handler future over its own connection, making one call when the trace says so; a crash drops the
 //! future and its connection with whatever transaction was open; a pause moves the database's logical clock as
 //! the model's moved. After every step the real effect count must equal the model's, and every reply sent must be
-//! the model's: the same handler code, the same outcome, at the same step.
+//! the model's: the same handler code, the same outcome, at the same step. Background workers run the same way,
+//! each on its own connection: a wake starts its run, a crash drops it.
 
-use super::api::{Clock, Handler, Reply, Store, StoreResult};
+use super::api::{Activation, Clock, Handler, Reply, Store, StoreResult, Worker};
 use super::drive::Running;
-use super::world::{HandlerAction, HandlerState, HandlerWorld, Message};
+use super::world::{no_request, HandlerAction, HandlerState, HandlerWorld, Message};
 use crate::check::Model;
 
 /// A real database the trace runs on.
@@ -16,6 +17,8 @@ pub trait Backend {
     fn connect(&self) -> StoreResult<Self::Store>;
     /// Committed effect rows, all tables.
     fn effects(&self) -> StoreResult<usize>;
+    /// Charges made at the provider.
+    fn charges(&self) -> StoreResult<usize>;
     /// The clock every connection reads.
     fn clock(&self) -> &Clock;
 }
@@ -25,6 +28,8 @@ pub trait Backend {
 pub struct Lockstep {
     /// Effect rows after each step, real (they equal the model's, or the run stopped with an error).
     pub effects_per_step: Vec<usize>,
+    /// Provider charges after each step, real (likewise).
+    pub charges_per_step: Vec<usize>,
     /// The first step (1-based) after which some operation had two effects in the model, if any.
     pub model_duplicate_at: Option<usize>,
     /// The replies sent (real and model alike), with their steps.
@@ -33,27 +38,19 @@ pub struct Lockstep {
 
 /// Drive `actions` of `world` against `backend`, step by step; an error names the step where real code and
 /// model parted.
-pub fn drive<H: Handler, B: Backend>(
-    world: &HandlerWorld<H>,
+pub fn drive<H: Handler, W: Worker, B: Backend>(
+    world: &HandlerWorld<H, W>,
     backend: &B,
     actions: &[HandlerAction],
 ) -> Result<Lockstep, String> {
+    let activation = Activation(&world.worker);
     let mut state: HandlerState = world.init_state();
     let mut live: Vec<Option<Running>> = (0..state.procs.len()).map(|_| None).collect();
     let mut seen = Lockstep::default();
     let fail = |step: usize, what: String| format!("step {step}: {what}");
     for (index, action) in actions.iter().enumerate() {
         let step = index + 1;
-        // The reply a step is about to send, read before the model moves on (no copy of the whole state).
-        let model_reply = match action {
-            HandlerAction::Step { proc } => {
-                match state.procs[*proc as usize].as_ref().map(|job| &job.next) {
-                    Some(super::Next::Reply(reply)) => Some(reply.clone()),
-                    _ => None,
-                }
-            }
-            _ => None,
-        };
+        let model_reply = about_to_reply(&state, action);
         let observed = world.apply(&mut state, action);
         // Time moves with pauses and Retry-After waits: every connection reads the model's clock.
         backend.clock().set_ms(state.store.now_ms);
@@ -65,6 +62,11 @@ pub fn drive<H: Handler, B: Backend>(
                 let store = backend.connect().map_err(|e| fail(step, e.to_string()))?;
                 let request = world.request(from.client, from.op, *attempt);
                 live[*proc as usize] = Some(Running::start(&world.handler, store, request));
+            }
+            HandlerAction::Wake { worker } => {
+                let store = backend.connect().map_err(|e| fail(step, e.to_string()))?;
+                let slot = (world.processes + worker) as usize;
+                live[slot] = Some(Running::start(&activation, store, no_request()));
             }
             HandlerAction::Step { proc } => {
                 let running = live[*proc as usize]
@@ -78,7 +80,9 @@ pub fn drive<H: Handler, B: Backend>(
                             format!("real reply {real:?}, model {model_reply:?}"),
                         ));
                     }
-                    seen.replies.push((step, model_reply.clone()));
+                    if !world.is_worker(*proc) {
+                        seen.replies.push((step, model_reply.clone()));
+                    }
                     live[*proc as usize] = None;
                 }
             }
@@ -91,22 +95,47 @@ pub fn drive<H: Handler, B: Backend>(
             }
             _ => {}
         }
-        let real = backend.effects().map_err(|e| fail(step, e.to_string()))?;
-        if real != state.store.effects.len() {
-            return Err(fail(
-                step,
-                format!(
-                    "{real} effect rows for real, {} in the model",
-                    state.store.effects.len()
-                ),
-            ));
-        }
-        seen.effects_per_step.push(real);
+        same_counts(backend, &state, &mut seen).map_err(|what| fail(step, what))?;
         if observed.has(crate::model::Event::DuplicateEffect) {
             seen.model_duplicate_at.get_or_insert(step);
         }
     }
     Ok(seen)
+}
+
+/// The reply a step is about to send, read before the model moves on (no copy of the whole state).
+fn about_to_reply(state: &HandlerState, action: &HandlerAction) -> Option<Reply> {
+    let HandlerAction::Step { proc } = action else {
+        return None;
+    };
+    match state.procs[*proc as usize].as_ref().map(|job| &job.next) {
+        Some(super::Next::Reply(reply)) => Some(reply.clone()),
+        _ => None,
+    }
+}
+
+/// The real effect rows and provider charges, which must be the model's; recorded in `seen`.
+fn same_counts<B: Backend>(
+    backend: &B,
+    state: &HandlerState,
+    seen: &mut Lockstep,
+) -> Result<(), String> {
+    let effects = backend.effects().map_err(|e| e.to_string())?;
+    let charges = backend.charges().map_err(|e| e.to_string())?;
+    let (model_effects, model_charges) = (state.store.effects.len(), state.store.charges.len());
+    if effects != model_effects {
+        return Err(format!(
+            "{effects} effect rows for real, {model_effects} in the model"
+        ));
+    }
+    if charges != model_charges {
+        return Err(format!(
+            "{charges} provider charges for real, {model_charges} in the model"
+        ));
+    }
+    seen.effects_per_step.push(effects);
+    seen.charges_per_step.push(charges);
+    Ok(())
 }
 
 /// SQLite, one file (and its side file), a connection per process, and one more that counts the effects.
@@ -136,6 +165,9 @@ impl Backend for SqliteBackend {
     }
     fn effects(&self) -> StoreResult<usize> {
         self.observer.effects_total()
+    }
+    fn charges(&self) -> StoreResult<usize> {
+        self.observer.charges_total()
     }
     fn clock(&self) -> &Clock {
         &self.clock
@@ -170,6 +202,9 @@ impl Backend for PostgresBackend {
     }
     fn effects(&self) -> StoreResult<usize> {
         self.observer.borrow_mut().effects_total()
+    }
+    fn charges(&self) -> StoreResult<usize> {
+        self.observer.borrow_mut().charges_total()
     }
     fn clock(&self) -> &Clock {
         &self.clock

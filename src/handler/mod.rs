@@ -2,7 +2,7 @@
 //! ([`Store`]), explored by the checker under every crash point, loss and retry, and run for real on the
 //! databases. See `../shared/HANDLERS.md` for the design.
 //!
-//! - [`api`]: the store interface, the request and reply, the [`Handler`] trait.
+//! - [`api`]: the store interface, the request and reply, the [`Handler`] and [`Worker`] traits.
 //! - [`calls`]: store calls and answers as data.
 //! - [`replay`]: running a handler step by step by replaying its recorded answers.
 //! - [`sim`]: the simulated store the checker runs handlers against.
@@ -20,13 +20,20 @@ pub mod sim;
 #[cfg(feature = "real")]
 pub mod sqlite;
 pub mod world;
+mod world_assert;
 mod world_describe;
+mod world_records;
 mod world_step;
 
-pub use api::{Clock, Handler, Reply, Request, SetMode, Store, StoreError, StoreResult};
+pub use api::{
+    Activation, Clock, Handler, NoWorker, Reply, Request, SetMode, Store, StoreError, StoreResult,
+    Worker,
+};
 pub use calls::{Answer, Call};
 pub use replay::{next_step, Next, NotDeterministic};
-pub use world::{HandlerFaults, HandlerWorld};
+pub use world::{HandlerFaults, HandlerWorld, RecordsIn};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod worker_tests;

@@ -58,6 +58,14 @@ impl PostgresStore {
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
+    /// Provider charges made so far.
+    pub fn charges_total(&mut self) -> StoreResult<usize> {
+        self.client
+            .query_one("SELECT COUNT(*) FROM handler_charges", &[])
+            .map(|row| row.get::<_, i64>(0) as usize)
+            .map_err(refused)
+    }
+
     /// Committed effect rows, all tables.
     pub fn effects_total(&mut self) -> StoreResult<usize> {
         self.client
@@ -169,6 +177,18 @@ impl Store for PostgresStore {
             "DELETE FROM handler_rows WHERE tbl = $1 AND key = $2",
             &[&table, &key],
         )
+    }
+
+    async fn scan(&mut self, table: &str) -> StoreResult<Vec<String>> {
+        // COLLATE "C": byte order, as SQLite's and the simulated store's (the database's collation may differ).
+        let rows = self
+            .client
+            .query(
+                "SELECT key FROM handler_rows WHERE tbl = $1 ORDER BY key COLLATE \"C\"",
+                &[&table],
+            )
+            .map_err(refused)?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
     async fn insert_effect(&mut self, table: &str, value: &str) -> StoreResult<u64> {

@@ -132,6 +132,14 @@ fn text(answer: Answer) -> StoreResult<String> {
     }
 }
 
+fn keys(answer: Answer) -> StoreResult<Vec<String>> {
+    match answer {
+        Answer::Keys(keys) => Ok(keys),
+        Answer::Failed(error) => Err(error),
+        other => unreachable!("a keys answer, not {other:?}"),
+    }
+}
+
 fn number(answer: Answer) -> StoreResult<u64> {
     match answer {
         Answer::Id(value) | Answer::Time(value) => Ok(value),
@@ -183,6 +191,10 @@ impl Store for ReplayStore<'_> {
     async fn delete(&mut self, table: &str, key: &str) -> StoreResult<bool> {
         let (table, key) = (table.into(), key.into());
         flag(self.exchange(Call::Delete { table, key }).await)
+    }
+    async fn scan(&mut self, table: &str) -> StoreResult<Vec<String>> {
+        let table = table.into();
+        keys(self.exchange(Call::Scan { table }).await)
     }
     async fn insert_effect(&mut self, table: &str, value: &str) -> StoreResult<u64> {
         let (table, value) = (table.into(), value.into());

@@ -11,11 +11,15 @@ use std::collections::BTreeMap;
 /// A ghost operation id (the checker's, never shown to the handler).
 pub type Ghost = u16;
 
+/// The ghost of work done for no operation (a worker that has read no record yet).
+pub const NO_OPERATION: Ghost = Ghost::MAX;
+
 /// What survives a crash.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Committed {
-    /// (table, key) -> value.
-    pub rows: BTreeMap<(String, String), String>,
+    /// (table, key) -> (value, the operation that wrote it). The ghost lets a background worker's work be
+    /// counted for the operation whose record it read.
+    pub rows: BTreeMap<(String, String), (String, Ghost)>,
     /// Effect rows in commit order: (table, value, operation).
     pub effects: Vec<(String, String, Ghost)>,
     /// key -> (value, expiry time in ms).
@@ -30,10 +34,10 @@ pub struct Committed {
 /// A process's open transaction: what it wrote, not yet committed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Txn {
-    /// (table, key) -> new value, or `None` for a delete.
-    writes: BTreeMap<(String, String), Option<String>>,
-    /// Effect rows: (table, value).
-    effects: Vec<(String, String)>,
+    /// (table, key) -> new value and its operation, or `None` for a delete.
+    writes: BTreeMap<(String, String), Option<(String, Ghost)>>,
+    /// Effect rows: (table, value, operation).
+    effects: Vec<(String, String, Ghost)>,
 }
 
 impl Committed {
@@ -80,19 +84,19 @@ impl Committed {
                 None => Answer::Failed(StoreError::NoTransaction),
                 Some(open) => {
                     if *call == Call::Commit {
-                        self.apply(open, op);
+                        self.apply(open);
                     }
                     self.writer = None;
                     Answer::Done
                 }
             },
             row_call if row_call.in_transaction() => match txn {
-                Some(open) => self.row_call(open, row_call),
+                Some(open) => self.row_call(open, op, row_call),
                 None => {
                     // Autocommit: a transaction of one statement.
                     let mut open = Txn::default();
-                    let answer = self.row_call(&mut open, row_call);
-                    self.apply(open, op);
+                    let answer = self.row_call(&mut open, op, row_call);
+                    self.apply(open);
                     answer
                 }
             },
@@ -100,39 +104,69 @@ impl Committed {
         }
     }
 
-    fn apply(&mut self, txn: Txn, op: Ghost) {
+    fn apply(&mut self, txn: Txn) {
         for (place, value) in txn.writes {
             match value {
-                Some(value) => self.rows.insert(place, value),
+                Some(row) => self.rows.insert(place, row),
                 None => self.rows.remove(&place),
             };
         }
-        self.effects.extend(
-            txn.effects
-                .into_iter()
-                .map(|(table, value)| (table, value, op)),
-        );
+        self.effects.extend(txn.effects);
     }
 
-    fn read(&self, txn: &Txn, table: &str, key: &str) -> Option<String> {
+    /// A row as `txn` (if any) sees it: its value and the operation that wrote it.
+    pub fn row(&self, txn: Option<&Txn>, table: &str, key: &str) -> Option<(String, Ghost)> {
         let place = (table.to_string(), key.to_string());
-        match txn.writes.get(&place) {
+        match txn.and_then(|txn| txn.writes.get(&place)) {
             Some(written) => written.clone(),
             None => self.rows.get(&place).cloned(),
         }
     }
 
-    fn row_call(&self, txn: &mut Txn, call: &Call) -> Answer {
+    fn read(&self, txn: &Txn, table: &str, key: &str) -> Option<String> {
+        self.row(Some(txn), table, key).map(|(value, _)| value)
+    }
+
+    /// The keys of `table` as `txn` sees them, in order.
+    fn scan(&self, txn: &Txn, table: &str) -> Vec<String> {
+        let committed = self
+            .rows
+            .keys()
+            .filter(|(t, _)| t == table)
+            .map(|(_, key)| key.clone());
+        let written = txn.writes.keys().filter(|(t, _)| t == table);
+        let mut keys: std::collections::BTreeSet<String> = committed.collect();
+        for place in written {
+            match txn.writes[place] {
+                Some(_) => keys.insert(place.1.clone()),
+                None => keys.remove(&place.1),
+            };
+        }
+        keys.into_iter().collect()
+    }
+
+    /// Whether what a worker could see differs (rows, effects, the key-value store, charges, the clock; not
+    /// who holds the write lock).
+    pub fn differs(&self, other: &Committed) -> bool {
+        self.now_ms != other.now_ms
+            || self.rows != other.rows
+            || self.kv != other.kv
+            || self.effects != other.effects
+            || self.charges != other.charges
+    }
+
+    fn row_call(&self, txn: &mut Txn, op: Ghost, call: &Call) -> Answer {
         match call {
             Call::InsertIfAbsent { table, key, value } => {
                 let absent = self.read(txn, table, key).is_none();
                 if absent {
                     txn.writes
-                        .insert((table.clone(), key.clone()), Some(value.clone()));
+                        .insert((table.clone(), key.clone()), Some((value.clone(), op)));
                 }
                 Answer::Flag(absent)
             }
             Call::Get { table, key } => Answer::Row(self.read(txn, table, key)),
+            Call::Scan { table } => Answer::Keys(self.scan(txn, table)),
             Call::Update {
                 table,
                 key,
@@ -146,7 +180,7 @@ impl Committed {
                 };
                 if matches {
                     txn.writes
-                        .insert((table.clone(), key.clone()), Some(value.clone()));
+                        .insert((table.clone(), key.clone()), Some((value.clone(), op)));
                 }
                 Answer::Flag(matches)
             }
@@ -156,9 +190,9 @@ impl Committed {
                 Answer::Flag(present)
             }
             Call::InsertEffect { table, value } => {
-                txn.effects.push((table.clone(), value.clone()));
+                txn.effects.push((table.clone(), value.clone(), op));
                 let committed = self.effects.iter().filter(|(t, _, _)| t == table).count();
-                let pending = txn.effects.iter().filter(|(t, _)| t == table).count();
+                let pending = txn.effects.iter().filter(|(t, _, _)| t == table).count();
                 Answer::Id((committed + pending) as u64)
             }
             _ => unreachable!("row calls only"),

@@ -91,6 +91,16 @@ impl SqliteStore {
         rows.collect::<Result<_, _>>().map_err(refused)
     }
 
+    /// Provider charges made so far.
+    pub fn charges_total(&self) -> StoreResult<usize> {
+        self.side
+            .query_row("SELECT COUNT(*) FROM handler_charges", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .map(|count| count as usize)
+            .map_err(refused)
+    }
+
     /// Committed effect rows, all tables.
     pub fn effects_total(&self) -> StoreResult<usize> {
         self.connection
@@ -186,6 +196,18 @@ impl Store for SqliteStore {
             "DELETE FROM handler_rows WHERE tbl = ?1 AND key = ?2",
             params![table, key],
         )
+    }
+
+    async fn scan(&mut self, table: &str) -> StoreResult<Vec<String>> {
+        // TEXT compares with BINARY collation by default: byte order, as the simulated store's.
+        let mut statement = self
+            .connection
+            .prepare("SELECT key FROM handler_rows WHERE tbl = ?1 ORDER BY key")
+            .map_err(refused)?;
+        let keys = statement
+            .query_map(params![table], |row| row.get(0))
+            .map_err(refused)?;
+        keys.collect::<Result<_, _>>().map_err(refused)
     }
 
     async fn insert_effect(&mut self, table: &str, value: &str) -> StoreResult<u64> {

@@ -4,14 +4,18 @@
 //! TTLs, the simulated store, and the ghost ledger. It is a `check::Model`, so every explorer works on it.
 //!
 //! A process's state is its request and the answers its calls got (see `replay`): hashable, and the handler's
-//! futures never need to be kept. This first version has its own clients and network (simpler than the built-in
+//! futures never need to be kept. Background workers (see [`Worker`]) are processes of their own beside the
+//! server processes: woken whenever something they could see has changed, crashing (and restarting) like the
+//! others. This first version has its own clients and network (simpler than the built-in
 //! world's: a 409 counts as an attempt; with `retry_after_ms` the client waits that long before retrying, which
 //! moves the clock).
 
-use super::api::{Handler, Reply, Request};
+use super::api::{Activation, Handler, NoWorker, Reply, Request, Worker};
 use super::calls::{Answer, Call};
 use super::replay::{next_step, Next};
 use super::sim::{Committed, Ghost, Txn};
+use super::world_records::no_stuck_key;
+pub use super::world_records::{Records, RecordsIn};
 use crate::check::{self, Model};
 use crate::model::{Event, Events, Property as Named};
 use std::collections::BTreeMap;
@@ -31,8 +35,8 @@ pub struct HandlerFaults {
     pub call_failures: u8,
 }
 
-/// The world around a handler.
-pub struct HandlerWorld<H> {
+/// The world around a handler (and its background workers, if any).
+pub struct HandlerWorld<H, W = NoWorker> {
     pub(super) handler: H,
     pub(super) clients: u8,
     /// Each client performs these operations (JSON bodies), in order.
@@ -45,9 +49,14 @@ pub struct HandlerWorld<H> {
     pub(super) pause_ms: u64,
     /// A client told 409 waits this long before its next attempt (Retry-After): the clock moves on.
     pub(super) retry_after_ms: Option<u64>,
+    pub(super) worker: W,
+    /// Worker processes running `worker` (after the server processes in `HandlerState::procs`).
+    pub(super) workers: u8,
+    /// For `no-stuck-key`: where the records are, and which are unfinished.
+    pub(super) records: Option<Records>,
 }
 
-impl<H: Handler> HandlerWorld<H> {
+impl<H: Handler> HandlerWorld<H, NoWorker> {
     /// `clients` clients each performing one operation with `body`, one server process, no faults.
     pub fn new(handler: H, clients: u8, body: &str) -> Self {
         assert!((1..=8).contains(&clients), "1 to 8 clients");
@@ -61,7 +70,38 @@ impl<H: Handler> HandlerWorld<H> {
             faults: HandlerFaults::default(),
             pause_ms: 60_000,
             retry_after_ms: None,
+            worker: NoWorker,
+            workers: 0,
+            records: None,
         }
+    }
+}
+
+impl<H: Handler, W: Worker> HandlerWorld<H, W> {
+    /// `count` background processes running `worker` (1 or 2), each woken after any change it could see.
+    pub fn worker<V: Worker>(self, worker: V, count: u8) -> HandlerWorld<H, V> {
+        assert!((1..=2).contains(&count), "1 or 2 worker processes");
+        HandlerWorld {
+            handler: self.handler,
+            clients: self.clients,
+            bodies: self.bodies,
+            key_per_attempt: self.key_per_attempt,
+            max_attempts: self.max_attempts,
+            processes: self.processes,
+            faults: self.faults,
+            pause_ms: self.pause_ms,
+            retry_after_ms: self.retry_after_ms,
+            worker,
+            workers: count,
+            records: self.records,
+        }
+    }
+
+    /// Declare where the records are and which are unfinished: adds the `no-stuck-key` property (once faults
+    /// stop, the world comes to rest with no unfinished record).
+    pub fn records(mut self, place: RecordsIn, in_progress: fn(&str, u64) -> bool) -> Self {
+        self.records = Some(Records { place, in_progress });
+        self
     }
 
     /// After a 409 a client waits `wait_ms` (the server's Retry-After) before it retries: time passes.
@@ -112,9 +152,31 @@ impl<H: Handler> HandlerWorld<H> {
         }
     }
 
-    /// What the handler does next after `answered`; a handler that is not deterministic stops the search.
-    pub(super) fn next(&self, request: &Request, answered: &[(Call, Answer)]) -> Next {
-        next_step(&self.handler, request, answered).unwrap_or_else(|error| panic!("{error}"))
+    /// What a process does next after the answers it got; a handler (or worker) that is not deterministic
+    /// stops the search.
+    pub(super) fn next(&self, task: &Task, answered: &[(Call, Answer)]) -> Next {
+        let next = match task {
+            Task::Serve { from, attempt } => {
+                let request = self.request(from.client, from.op, *attempt);
+                next_step(&self.handler, &request, answered)
+            }
+            Task::Work { .. } => next_step(&Activation(&self.worker), &no_request(), answered),
+        };
+        next.unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// Whether process `proc` is a worker (they come after the server processes).
+    pub fn is_worker(&self, proc: u8) -> bool {
+        proc >= self.processes
+    }
+}
+
+/// What a worker's run is given as its request: nothing.
+pub(super) fn no_request() -> Request {
+    Request {
+        client: String::new(),
+        key: String::new(),
+        body: String::new(),
     }
 }
 
@@ -163,12 +225,38 @@ pub struct Client {
     pub outcomes: Vec<Outcome>,
 }
 
-/// A process running the handler: the attempt it serves, its calls' answers, what it does next, its open
+/// What a process is doing.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Task {
+    /// Serving an attempt of an operation.
+    Serve { from: Op, attempt: u8 },
+    /// A worker's run; `ghost`: the operation of the last record it read, which its work is counted for.
+    Work { ghost: Ghost },
+}
+
+impl Task {
+    /// The operation whose effects this work counts as.
+    pub fn ghost(&self) -> Ghost {
+        match self {
+            Task::Serve { from, .. } => from.ghost(),
+            Task::Work { ghost } => *ghost,
+        }
+    }
+
+    /// The attempt served, for a server process.
+    pub fn serving(&self) -> Option<(Op, u8)> {
+        match self {
+            Task::Serve { from, attempt } => Some((*from, *attempt)),
+            Task::Work { .. } => None,
+        }
+    }
+}
+
+/// A process: what it does (an attempt, or a worker's run), its calls' answers, what it does next, its open
 /// transaction.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Job {
-    pub from: Op,
-    pub attempt: u8,
+    pub task: Task,
     pub answered: Vec<(Call, Answer)>,
     pub next: Next,
     pub txn: Option<Txn>,
@@ -179,7 +267,10 @@ pub struct HandlerState {
     pub clients: Vec<Client>,
     /// In-flight messages as a multiset.
     pub network: BTreeMap<Message, u8>,
+    /// Server processes, then worker processes.
     pub procs: Vec<Option<Job>>,
+    /// Per worker: something it could see changed since its last run began (or it was restarted).
+    pub wake: Vec<bool>,
     pub store: Committed,
     /// Ghost ledger of responses: the first success sent for each operation.
     pub first_success: BTreeMap<Op, Reply>,
@@ -188,20 +279,43 @@ pub struct HandlerState {
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum HandlerAction {
-    Send { client: u8 },
-    Timeout { client: u8 },
-    DeliverRequest { message: Message, proc: u8 },
-    DeliverResponse { message: Message },
-    Step { proc: u8 },
-    Drop { message: Message },
-    Duplicate { message: Message },
-    Crash { proc: u8 },
+    Send {
+        client: u8,
+    },
+    Timeout {
+        client: u8,
+    },
+    DeliverRequest {
+        message: Message,
+        proc: u8,
+    },
+    DeliverResponse {
+        message: Message,
+    },
+    Step {
+        proc: u8,
+    },
+    /// A worker begins a run.
+    Wake {
+        worker: u8,
+    },
+    Drop {
+        message: Message,
+    },
+    Duplicate {
+        message: Message,
+    },
+    Crash {
+        proc: u8,
+    },
     Pause,
-    Fail { proc: u8 },
+    Fail {
+        proc: u8,
+    },
 }
 
 /// Every operation ended in one success or one definite failure (a property's predicate: it takes the world).
-fn resolved(_world: &HandlerWorld<impl Handler>, state: &HandlerState) -> bool {
+fn resolved<H, W>(_world: &HandlerWorld<H, W>, state: &HandlerState) -> bool {
     state.clients.iter().all(|client| {
         client.phase == Phase::Done
             && client
@@ -211,7 +325,7 @@ fn resolved(_world: &HandlerWorld<impl Handler>, state: &HandlerState) -> bool {
     })
 }
 
-impl<H: Handler> Model for HandlerWorld<H> {
+impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
     type State = HandlerState;
     type Action = HandlerAction;
     type Obs = Events;
@@ -229,7 +343,8 @@ impl<H: Handler> Model for HandlerWorld<H> {
         HandlerState {
             clients: vec![client; self.clients as usize],
             network: BTreeMap::new(),
-            procs: vec![None; self.processes as usize],
+            procs: vec![None; (self.processes + self.workers) as usize],
+            wake: vec![true; self.workers as usize],
             store: Committed::default(),
             first_success: BTreeMap::new(),
             budgets: [
@@ -252,8 +367,8 @@ impl<H: Handler> Model for HandlerWorld<H> {
         self.step(state, action)
     }
 
-    /// The built-in world's safety properties by the same names and events, its `eventually-resolves`, and
-    /// the scenarios a handler world can show. (`no-stuck-key` needs to know the handler's record format.)
+    /// The built-in world's safety properties by the same names and events, its `eventually-resolves`,
+    /// `no-stuck-key` when the design declared its records, and the scenarios a handler world can show.
     fn properties(&self) -> Vec<check::Property<Self>> {
         let mut properties: Vec<check::Property<Self>> = [
             Named::NoDuplicateEffect,
@@ -267,6 +382,12 @@ impl<H: Handler> Model for HandlerWorld<H> {
             Named::EventuallyResolves.name(),
             resolved,
         ));
+        if self.records.is_some() {
+            properties.push(check::Property::eventually_at_rest(
+                Named::NoStuckKey.name(),
+                no_stuck_key,
+            ));
+        }
         for scenario in [
             Event::CrashAfterClaim,
             Event::LostResponse,

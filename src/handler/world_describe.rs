@@ -1,6 +1,6 @@
 //! One line per step of a handler world, for timelines and traces.
 
-use super::api::Handler;
+use super::api::{Handler, Worker};
 use super::replay::Next;
 use super::world::*;
 use crate::model::{Event, Events};
@@ -9,7 +9,7 @@ fn op_name(op: Op) -> String {
     format!("C{}.op{}", op.client + 1, op.op + 1)
 }
 
-impl<H: Handler> HandlerWorld<H> {
+impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     pub(super) fn describe(
         &self,
         before: &HandlerState,
@@ -53,15 +53,22 @@ impl<H: Handler> HandlerWorld<H> {
                 )
             }
             HandlerAction::Step { proc } => self.describe_call(before, *proc),
+            HandlerAction::Wake { worker } => format!("W{} (worker) begins a run", worker + 1),
             HandlerAction::Drop { message } => format!("network LOSES {}", message_name(message)),
             HandlerAction::Duplicate { message } => {
                 format!("network DUPLICATES {}", message_name(message))
             }
+            HandlerAction::Crash { proc } if self.is_worker(*proc) => format!(
+                "{} CRASHES (its open transaction is lost; it restarts)",
+                self.proc_name(*proc)
+            ),
             HandlerAction::Crash { proc } => {
                 format!("P{} CRASHES (its open transaction is lost)", proc + 1)
             }
             HandlerAction::Pause => format!("a busy process is paused for {} ms", self.pause_ms),
-            HandlerAction::Fail { proc } => format!("P{}'s next store call FAILS", proc + 1),
+            HandlerAction::Fail { proc } => {
+                format!("{}'s next store call FAILS", self.proc_name(*proc))
+            }
             other => format!("{other:?}"),
         };
         if obs.has(Event::DuplicateEffect) {
@@ -70,20 +77,29 @@ impl<H: Handler> HandlerWorld<H> {
         text
     }
 
+    /// `P1`, `P2` for server processes, `W1`, `W2` for workers.
+    fn proc_name(&self, proc: u8) -> String {
+        if self.is_worker(proc) {
+            format!("W{}", proc - self.processes + 1)
+        } else {
+            format!("P{}", proc + 1)
+        }
+    }
+
     fn describe_call(&self, before: &HandlerState, proc: u8) -> String {
         let job = before.procs[proc as usize]
             .as_ref()
             .expect("a busy process");
-        match &job.next {
-            Next::Call(call) => format!("P{} {} {call:?}", proc + 1, call.name()),
-            Next::Reply(reply) => format!(
-                "P{} answers {} {} for {} attempt {}",
-                proc + 1,
+        let name = self.proc_name(proc);
+        match (&job.next, job.task.serving()) {
+            (Next::Call(call), _) => format!("{name} {} {call:?}", call.name()),
+            (Next::Reply(reply), Some((from, attempt))) => format!(
+                "{name} answers {} {} for {} attempt {attempt}",
                 reply.status,
                 reply.body,
-                op_name(job.from),
-                job.attempt
+                op_name(from),
             ),
+            (Next::Reply(_), None) => format!("{name} ends its run"),
         }
     }
 }

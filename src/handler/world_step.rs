@@ -1,12 +1,14 @@
 //! The handler world's transitions: which actions are enabled, and what each does.
 
-use super::api::Handler;
+use super::api::{Handler, Worker};
+use super::calls::{Answer, Call};
 use super::replay::Next;
+use super::sim::NO_OPERATION;
 use super::world::*;
 use crate::model::{Event, Events};
 use crate::protocol::status;
 
-impl<H: Handler> HandlerWorld<H> {
+impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// Every enabled action, in a fixed order: clients, deliveries, process steps, then faults.
     pub(super) fn enabled(&self, state: &HandlerState, out: &mut Vec<HandlerAction>) {
         for (index, client) in state.clients.iter().enumerate() {
@@ -19,7 +21,8 @@ impl<H: Handler> HandlerWorld<H> {
                 _ => {}
             }
         }
-        let idle = state.procs.iter().position(Option::is_none);
+        let servers = &state.procs[..self.processes as usize];
+        let idle = servers.iter().position(Option::is_none);
         for message in state.network.keys() {
             match message {
                 Message::Request { .. } => {
@@ -44,6 +47,13 @@ impl<H: Handler> HandlerWorld<H> {
                 if ready {
                     out.push(HandlerAction::Step { proc: index as u8 });
                 }
+            }
+        }
+        for (worker, wake) in state.wake.iter().enumerate() {
+            if *wake && state.procs[self.processes as usize + worker].is_none() {
+                out.push(HandlerAction::Wake {
+                    worker: worker as u8,
+                });
             }
         }
         self.enabled_faults(state, out);
@@ -106,12 +116,24 @@ impl<H: Handler> HandlerWorld<H> {
             .procs
             .iter()
             .flatten()
-            .any(|job| job.from == op && job.attempt == attempt);
+            .any(|job| job.task.serving() == Some((op, attempt)));
         in_network || in_server
     }
 
-    /// Apply an enabled action in place.
+    /// Apply an enabled action in place; with workers, wake them all if it changed what they could see.
     pub(super) fn step(&self, state: &mut HandlerState, action: &HandlerAction) -> Events {
+        if self.workers == 0 {
+            return self.step_alone(state, action);
+        }
+        let before = state.store.clone();
+        let events = self.step_alone(state, action);
+        if state.store.differs(&before) {
+            state.wake.iter_mut().for_each(|wake| *wake = true);
+        }
+        events
+    }
+
+    fn step_alone(&self, state: &mut HandlerState, action: &HandlerAction) -> Events {
         let mut events = Events::default();
         match action {
             HandlerAction::Send { client } => self.send(state, *client),
@@ -134,6 +156,7 @@ impl<H: Handler> HandlerWorld<H> {
                 self.receive(state, message);
             }
             HandlerAction::Step { proc } => self.run_call(state, *proc, &mut events),
+            HandlerAction::Wake { worker } => self.wake(state, *worker),
             HandlerAction::Drop { message } => {
                 take(state, message);
                 let (budget, event) = match message {
@@ -148,18 +171,7 @@ impl<H: Handler> HandlerWorld<H> {
                 state.budgets[DUPLICATE_REQUESTS_AT] -= 1;
                 events.add(Event::DuplicatedRequest);
             }
-            HandlerAction::Crash { proc } => {
-                state.budgets[CRASHES_AT] -= 1;
-                let job = state.procs[*proc as usize].take().expect("a busy process");
-                if job
-                    .answered
-                    .iter()
-                    .any(|(call, _)| *call == super::Call::Commit)
-                {
-                    events.add(Event::CrashAfterClaim);
-                }
-                state.store.crashed(*proc);
-            }
+            HandlerAction::Crash { proc } => self.crash(state, *proc, &mut events),
             HandlerAction::Pause => {
                 state.budgets[PAUSES_AT] -= 1;
                 state.store.now_ms += self.pause_ms;
@@ -174,19 +186,45 @@ impl<H: Handler> HandlerWorld<H> {
         events
     }
 
+    /// A worker begins a run: it has seen what there is to see until something changes again.
+    fn wake(&self, state: &mut HandlerState, worker: u8) {
+        state.wake[worker as usize] = false;
+        let task = Task::Work {
+            ghost: NO_OPERATION,
+        };
+        let next = self.next(&task, &[]);
+        state.procs[(self.processes + worker) as usize] = Some(Job {
+            task,
+            answered: Vec::new(),
+            next,
+            txn: None,
+        });
+    }
+
+    /// A process dies with its open transaction; a worker is restarted (it will run again).
+    fn crash(&self, state: &mut HandlerState, proc: u8, events: &mut Events) {
+        state.budgets[CRASHES_AT] -= 1;
+        let job = state.procs[proc as usize].take().expect("a busy process");
+        if self.is_worker(proc) {
+            state.wake[(proc - self.processes) as usize] = true;
+        } else if job.answered.iter().any(|(call, _)| *call == Call::Commit) {
+            events.add(Event::CrashAfterClaim);
+        }
+        state.store.crashed(proc);
+    }
+
     /// The process's next call fails without being made; a failed commit loses the transaction.
     fn fail_call(&self, state: &mut HandlerState, proc: u8) {
         let mut job = state.procs[proc as usize].take().expect("a busy process");
         let Next::Call(call) = job.next.clone() else {
             unreachable!("a process waiting on a call")
         };
-        if call == super::Call::Commit && job.txn.take().is_some() {
+        if call == Call::Commit && job.txn.take().is_some() {
             state.store.crashed(proc);
         }
         job.answered
             .push((call, super::replay::refused("injected failure")));
-        let request = self.request(job.from.client, job.from.op, job.attempt);
-        job.next = self.next(&request, &job.answered);
+        job.next = self.next(&job.task, &job.answered);
         state.procs[proc as usize] = Some(job);
     }
 
@@ -222,39 +260,42 @@ impl<H: Handler> HandlerWorld<H> {
         let Message::Request { from, attempt } = *message else {
             unreachable!("a request")
         };
-        if state.procs.iter().flatten().any(|job| job.from == from) {
+        let serving = |job: &Job| job.task.serving().is_some_and(|(op, _)| op == from);
+        if state.procs.iter().flatten().any(serving) {
             events.add(Event::ParallelRetry);
         }
-        let request = self.request(from.client, from.op, attempt);
-        let next = self.next(&request, &[]);
+        let task = Task::Serve { from, attempt };
+        let next = self.next(&task, &[]);
         state.procs[proc as usize] = Some(Job {
-            from,
-            attempt,
+            task,
             answered: Vec::new(),
             next,
             txn: None,
         });
     }
 
-    /// The process makes its next store call, or sends its reply.
+    /// The process makes its next store call, or sends its reply (a worker: ends its run).
     fn run_call(&self, state: &mut HandlerState, proc: u8, events: &mut Events) {
         let mut job = state.procs[proc as usize].take().expect("a busy process");
-        let op = job.from.ghost();
+        let op = job.task.ghost();
         match job.next.clone() {
             Next::Call(call) => {
                 let (effects, charges) = (state.store.effects_of(op), state.store.charges_of(op));
                 let answer = state.store.execute(proc, op, &call, &mut job.txn);
+                if op != NO_OPERATION {
+                    if state.store.effects_of(op) > effects.max(1)
+                        || state.store.charges_of(op) > charges.max(1)
+                    {
+                        events.add(Event::DuplicateEffect);
+                    }
+                    // Called again for the operation, whether or not the provider charged again.
+                    if matches!(call, Call::ProviderCharge { .. }) && charges > 0 {
+                        events.add(Event::ProviderRetried);
+                    }
+                }
+                adopt(state, &mut job, &call, &answer);
                 job.answered.push((call, answer));
-                if state.store.effects_of(op) > effects.max(1)
-                    || state.store.charges_of(op) > charges.max(1)
-                {
-                    events.add(Event::DuplicateEffect);
-                }
-                if state.store.charges_of(op) > charges && charges > 0 {
-                    events.add(Event::ProviderRetried);
-                }
-                let request = self.request(job.from.client, job.from.op, job.attempt);
-                job.next = self.next(&request, &job.answered);
+                job.next = self.next(&job.task, &job.answered);
                 state.procs[proc as usize] = Some(job);
             }
             Next::Reply(reply) => {
@@ -262,7 +303,9 @@ impl<H: Handler> HandlerWorld<H> {
                 if job.txn.is_some() {
                     state.store.crashed(proc);
                 }
-                self.respond(state, &job, reply, events);
+                if job.task.serving().is_some() {
+                    self.respond(state, &job, reply, events);
+                }
             }
         }
     }
@@ -275,17 +318,16 @@ impl<H: Handler> HandlerWorld<H> {
         reply: super::Reply,
         events: &mut Events,
     ) {
+        let (from, attempt) = job.task.serving().expect("a server process");
         if status::is_success(reply.status) {
-            if state.store.effects_of(job.from.ghost()) + state.store.charges_of(job.from.ghost())
-                == 0
-            {
+            if state.store.effects_of(from.ghost()) + state.store.charges_of(from.ghost()) == 0 {
                 events.add(Event::SuccessWithoutEffect);
             }
-            match state.first_success.get(&job.from) {
+            match state.first_success.get(&from) {
                 Some(first) if first.body != reply.body => events.add(Event::InconsistentReplay),
                 Some(_) => {}
                 None => {
-                    state.first_success.insert(job.from, reply.clone());
+                    state.first_success.insert(from, reply.clone());
                 }
             }
         }
@@ -294,14 +336,13 @@ impl<H: Handler> HandlerWorld<H> {
             status::CONFLICT_IN_PROGRESS => events.add(Event::Conflict),
             _ => {}
         }
-        let client = &state.clients[job.from.client as usize];
-        let current = client.phase == Phase::Waiting
-            && client.op == job.from.op
-            && client.attempts == job.attempt;
+        let client = &state.clients[from.client as usize];
+        let current =
+            client.phase == Phase::Waiting && client.op == from.op && client.attempts == attempt;
         if current {
             let message = Message::Response {
-                to: job.from,
-                attempt: job.attempt,
+                to: from,
+                attempt,
                 reply,
             };
             *state.network.entry(message).or_insert(0) += 1;
@@ -331,6 +372,18 @@ impl<H: Handler> HandlerWorld<H> {
             state.clients[to.client as usize].phase = Phase::Ready { after_conflict };
         } else {
             finish(state, to.client, Outcome::GaveUp, operations);
+        }
+    }
+}
+
+/// A worker that read a record works, from then on, for that record's operation (the ghost ledger counts its
+/// effects there).
+fn adopt(state: &HandlerState, job: &mut Job, call: &Call, answer: &Answer) {
+    if let (Task::Work { ghost }, Call::Get { table, key }, Answer::Row(Some(_))) =
+        (&mut job.task, call, answer)
+    {
+        if let Some((_, owner)) = state.store.row(job.txn.as_ref(), table, key) {
+            *ghost = owner;
         }
     }
 }
