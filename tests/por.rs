@@ -3,7 +3,7 @@
 //! unreduced model, and no shorter than the full search's shortest), every example replaying; and somewhere it
 //! does save states. The command line's `--por on|off` and its JSON fields.
 
-use retrylab::check::{replay_path, Kind, Model as _, Por, Report};
+use retrylab::check::{replay_path, Kind, Por, Report};
 use retrylab::model::World;
 use retrylab::spec::{model_files, Model};
 use std::path::Path;
@@ -35,6 +35,10 @@ fn por_keeps_every_verdict_and_scenario_on_the_catalogue_with_and_without_symmet
                 .bfs();
             let case = format!("{} (symmetry {symmetry})", model.path);
             compare(&model, &case, &full, &reduced);
+            println!(
+                "{case}: states {} with --por off, {} with --por on ({} reduced)",
+                full.states, reduced.states, reduced.reduced_states
+            );
             saved_somewhere |= reduced.states < full.states;
         }
     }

@@ -10,6 +10,9 @@
 //!   is not waiting, and, with a lease, it is not waiting out a 409, which a claim could prolong);
 //! - `DeliverResponse` of the one response its client is waiting for, once no response can be lost, copied or
 //!   timed out (those budgets are spent) and no other copy of the attempt can still answer;
+//! - `Timeout` of a client whose attempt was lost (nothing of it is in the network or in a process, so the
+//!   timeout is no fault, nothing can revive the attempt, and the resend or the giving up touches only the
+//!   client and its own new request);
 //! - `Step` of a process that has written its effect and is about to commit it (the step changes its own job
 //!   only), once no crash or handler error can hit it.
 //!
@@ -28,6 +31,7 @@ impl<S: Server> WorldOf<S> {
         }
         match *action {
             Action::Send { client } => self.send_stands_alone(state, client),
+            Action::Timeout { client } => lost_attempt(state, client),
             Action::DeliverResponse { response } => {
                 let spent = [DROP_RESPONSES, DUPLICATE_RESPONSES, EARLY_TIMEOUTS]
                     .iter()
@@ -58,6 +62,28 @@ impl<S: Server> WorldOf<S> {
     }
 }
 
+/// Whether everything of `client`'s current attempt is gone, and no response to the client is in the network.
+fn lost_attempt(state: &State, client: u8) -> bool {
+    let client_state = &state.clients[client as usize];
+    let op = OpRef {
+        client,
+        op: client_state.op,
+    };
+    let attempt = client_state.attempts;
+    let in_network = state.network.keys().any(|message| match message {
+        Message::Request(request) => request.from == op && request.attempt == attempt,
+        Message::Response(response) => response.to.client == client,
+    });
+    client_state.phase == ClientPhase::Waiting && !in_network && !in_process(state, op, attempt)
+}
+
+/// Whether a process is handling `attempt` of `op`.
+fn in_process(state: &State, op: OpRef, attempt: u8) -> bool {
+    state.procs.iter().any(|proc| {
+        matches!(proc, Proc::Busy(job) if job.request.from == op && job.request.attempt == attempt)
+    })
+}
+
 /// Whether the response to `attempt` of `op` is what its client waits for and the only answer it can get:
 /// no other response to the client is in the network, and no copy of the attempt's request is in the network
 /// or in a process (it could answer before or after, and the two orders leave different networks).
@@ -76,8 +102,5 @@ fn only_answer(state: &State, op: OpRef, attempt: u8) -> bool {
             _ => {}
         }
     }
-    let in_process = state.procs.iter().any(|proc| {
-        matches!(proc, Proc::Busy(job) if job.request.from == op && job.request.attempt == attempt)
-    });
-    waiting && responses == 1 && requests == 0 && !in_process
+    waiting && responses == 1 && requests == 0 && !in_process(state, op, attempt)
 }
