@@ -56,8 +56,10 @@ fn compare(model: &Model, case: &str, full: &Report<World>, reduced: &Report<Wor
         let Some(path) = &property.path else {
             continue;
         };
-        let replayed = replay_path(&model.world, path, property.cycle_from)
-            .unwrap_or_else(|diverged| panic!("{case} {}: diverges at {}", property.name, diverged.step));
+        let replayed =
+            replay_path(&model.world, path, property.cycle_from).unwrap_or_else(|diverged| {
+                panic!("{case} {}: diverges at {}", property.name, diverged.step)
+            });
         assert_eq!(
             replayed.property(&property.name).at_step,
             Some(path.len()),
@@ -82,7 +84,12 @@ fn compare(model: &Model, case: &str, full: &Report<World>, reduced: &Report<Wor
 fn json_line(args: &[&str]) -> serde_json::Value {
     let folder = tempfile::tempdir().unwrap();
     let out = retrylab(args, folder.path());
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

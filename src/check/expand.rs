@@ -1,9 +1,9 @@
 //! One unit of parallel work: expand a few hundred frontier states, judge what their transitions observe, and
 //! drop the successors visited before this round.
 
+use super::fingerprint::state_fingerprint;
 use super::level::{Level, Successors};
 use super::model::{Model, Observation};
-use super::fingerprint::state_fingerprint;
 use super::plan::Plan;
 use super::por::{self, Reduction};
 use super::visited::{shard_of, Visited, SHARDS};
@@ -213,7 +213,10 @@ fn choose<M: Model>(
                 *next = canonical;
             }
         }
-        if input.visited.contains(state_fingerprint(model, next, scratch)) {
+        if input
+            .visited
+            .contains(state_fingerprint(model, next, scratch))
+        {
             return None;
         }
     }

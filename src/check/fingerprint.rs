@@ -19,7 +19,7 @@ pub fn packed_fingerprint(bytes: &[u8]) -> u64 {
 }
 
 /// The fingerprint of `state` as the visited set knows it (`scratch` holds the packing).
-pub(crate) fn state_fingerprint<M: crate::check::Model>(
+pub(crate) fn state_fingerprint<M: super::model::Model>(
     model: &M,
     state: &M::State,
     scratch: &mut Vec<u8>,

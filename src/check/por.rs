@@ -100,9 +100,9 @@ pub(crate) fn alone<M: Model>(model: &M, state: &M::State, actions: &[M::Action]
     if actions.len() < 2 {
         return None;
     }
-    actions
-        .iter()
-        .position(|action| !model.is_fault(state, action) && model.independent_of_rest(state, action))
+    actions.iter().position(|action| {
+        !model.is_fault(state, action) && model.independent_of_rest(state, action)
+    })
 }
 
 /// Checked mode: panic unless the action at `chosen` commutes with every other enabled action of `state`,
@@ -118,7 +118,12 @@ pub(crate) fn check_declaration<M: Model>(
     let (after_a, observed_a) = successor(model, state, a);
     check_invisible(model, plan, a, state, &after_a);
     let mut listed = Vec::new();
-    for b in actions.iter().enumerate().filter(|(index, _)| *index != chosen).map(|(_, b)| b) {
+    for b in actions
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| *index != chosen)
+        .map(|(_, b)| b)
+    {
         let (after_b, observed_b) = successor(model, state, b);
         let fail = |what: &str| -> ! {
             panic!(

@@ -49,9 +49,10 @@ impl Model for Counters {
             }),
         ];
         if self.graph_property {
-            properties.push(Property::eventually("counter 1 tops", |model: &Counters, state: &[u8; 3]| {
-                state[1] == model.top
-            }));
+            properties.push(Property::eventually(
+                "counter 1 tops",
+                |model: &Counters, state: &[u8; 3]| state[1] == model.top,
+            ));
         }
         properties
     }
@@ -83,8 +84,17 @@ fn independent_counters_are_explored_in_one_order_with_the_same_verdicts() {
     assert_eq!(reduced.verdict("counter 0 never tops"), Verdict::Violated);
     assert_eq!(reduced.verdict("counter 2 tops"), Verdict::Holds);
     assert_eq!(reduced.verdict("all at the top"), Verdict::Holds);
-    assert_eq!(full.counterexample("counter 0 never tops").unwrap().len(), 2);
-    assert_eq!(reduced.counterexample("counter 0 never tops").unwrap().len(), 2);
+    assert_eq!(
+        full.counterexample("counter 0 never tops").unwrap().len(),
+        2
+    );
+    assert_eq!(
+        reduced
+            .counterexample("counter 0 never tops")
+            .unwrap()
+            .len(),
+        2
+    );
     // The same on any thread count.
     for threads in [1, 2, 3] {
         let again = model.checker().threads(threads).por(Por::On).bfs();
@@ -130,9 +140,10 @@ impl Model for Spinner {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        vec![Property::sometimes("finishes", |_, state: &(bool, bool)| {
-            state.1
-        })]
+        vec![Property::sometimes(
+            "finishes",
+            |_, state: &(bool, bool)| state.1,
+        )]
     }
 
     fn independent_of_rest(&self, _state: &(bool, bool), action: &&'static str) -> bool {
@@ -185,7 +196,10 @@ impl Model for Race {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        vec![Property::always("never bad", |_, state: &(bool, bool, bool)| !state.2)]
+        vec![Property::always(
+            "never bad",
+            |_, state: &(bool, bool, bool)| !state.2,
+        )]
     }
 
     fn acyclic(&self) -> bool {
@@ -205,7 +219,10 @@ fn a_wrongly_declared_independence_hides_a_violation_and_checked_mode_catches_it
     assert_eq!(reduced.reduced_states, 0);
     // The stakes: taking the write alone never lets the read go first.
     let wrong = Race { wrong: true };
-    assert_eq!(wrong.checker().bfs().verdict("never bad"), Verdict::Violated);
+    assert_eq!(
+        wrong.checker().bfs().verdict("never bad"),
+        Verdict::Violated
+    );
     assert_eq!(
         wrong.checker().por(Por::On).bfs().verdict("never bad"),
         Verdict::Holds
@@ -216,8 +233,9 @@ fn a_wrongly_declared_independence_hides_a_violation_and_checked_mode_catches_it
         .downcast::<String>()
         .unwrap();
     assert!(
-        message.contains("\"write\", declared independent of the rest, is not independent of \"read\"")
-            && message.contains("the two orders reach different states"),
+        message.contains(
+            "\"write\", declared independent of the rest, is not independent of \"read\""
+        ) && message.contains("the two orders reach different states"),
         "{message}"
     );
 }
@@ -252,9 +270,10 @@ impl Model for Flags {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        vec![Property::sometimes("y before x", |_, state: &(bool, bool)| {
-            state.1 && !state.0
-        })]
+        vec![Property::sometimes(
+            "y before x",
+            |_, state: &(bool, bool)| state.1 && !state.0,
+        )]
     }
 
     fn acyclic(&self) -> bool {
