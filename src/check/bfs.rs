@@ -5,11 +5,12 @@
 //! counterexample of an `always` property a shortest one.
 
 use super::expand::{expand_unit, insert_round, keep_new, Output, Step, UnitInput};
-use super::fingerprint::{hashed_fingerprint, packed_fingerprint};
+use super::fingerprint::state_fingerprint;
 use super::graph::Graph;
 use super::level::Level;
 use super::model::{Model, ACYCLIC_CHECK_STATES};
 use super::plan::Plan;
+use super::por::Reduction;
 use super::verdicts::{judge_bfs, Found};
 use super::visited::Visited;
 use super::{Bounds, Report};
@@ -37,6 +38,7 @@ struct Search<M: Model> {
     nodes: Vec<Node>,
     found: Found<M>,
     transitions: u64,
+    reduced_states: u64,
     stopped_by: Option<String>,
     peak_bytes: u64,
     graph: Option<Graph>,
@@ -51,6 +53,7 @@ pub(crate) fn explore<M: Model>(
     on_progress: &mut dyn FnMut(u64, u32),
 ) -> Report<M> {
     let plan = Plan::new(model);
+    let reduction = Reduction::new(model, &plan, bounds.por);
     let started = Instant::now();
     let check_acyclic = cfg!(debug_assertions) && model.acyclic();
     let mut search = Search {
@@ -58,6 +61,7 @@ pub(crate) fn explore<M: Model>(
         nodes: Vec::new(),
         found: Found::new(&plan),
         transitions: 0,
+        reduced_states: 0,
         stopped_by: None,
         peak_bytes: 0,
         graph: (!plan.graph.is_empty() || check_acyclic).then(Graph::default),
@@ -79,13 +83,7 @@ pub(crate) fn explore<M: Model>(
     search.found.judge_initial(&plan, model, &init);
     let mut frontier = Level::<M>::default();
     frontier.push(model, &init);
-    let fingerprint = if M::PACKED {
-        let mut bytes = Vec::new();
-        model.pack(&init, &mut bytes);
-        packed_fingerprint(&bytes)
-    } else {
-        hashed_fingerprint(&init)
-    };
+    let fingerprint = state_fingerprint(model, &init, &mut Vec::new());
     search.visited.insert(fingerprint);
     search.nodes.push(Node {
         parent: ROOT,
@@ -131,6 +129,7 @@ pub(crate) fn explore<M: Model>(
                 visited: &search.visited,
                 symmetry: bounds.symmetry,
                 record_graph: search.graph.is_some(),
+                reduction,
             };
             outputs
                 .par_iter_mut()
@@ -182,6 +181,7 @@ pub(crate) fn explore<M: Model>(
         peak_bytes: search.peak_bytes,
         walks: 0,
         cut_walks: 0,
+        reduced_states: search.reduced_states,
     }
 }
 
@@ -201,6 +201,7 @@ impl<M: Model> Search<M> {
     fn merge(&mut self, plan: &Plan<M>, outputs: &mut [Output<M>], next: &mut Level<M>) {
         for out in outputs.iter_mut() {
             self.transitions += out.transitions;
+            self.reduced_states += out.reduced_states;
             self.found.merge(plan, out);
             if let Some(graph) = &mut self.graph {
                 graph.add_unit(&out.graph);

@@ -4,6 +4,7 @@
 use super::judge::PathJudge;
 use super::model::Model;
 use super::plan::Plan;
+use super::por::Por;
 use super::walk::Seeds;
 use super::{bfs, path, walk, Method, PropertyReport, Report, Trace, Verdict};
 use std::time::Duration;
@@ -23,6 +24,8 @@ pub struct Bounds {
     pub stop_on: Option<String>,
     /// Merge symmetric states (`Model::canonicalize`).
     pub symmetry: bool,
+    /// Partial-order reduction (`Model::independent_of_rest`).
+    pub por: Por,
 }
 
 impl Default for Bounds {
@@ -34,6 +37,7 @@ impl Default for Bounds {
             timeout: None,
             stop_on: None,
             symmetry: false,
+            por: Por::Off,
         }
     }
 }
@@ -101,6 +105,13 @@ impl<'a, M: Model> Checker<'a, M> {
 
     pub fn symmetry(mut self, symmetry: bool) -> Self {
         self.bounds.symmetry = symmetry;
+        self
+    }
+
+    /// Partial-order reduction where the model declares independence (`check::por`); counterexamples may then
+    /// be longer than the shortest.
+    pub fn por(mut self, por: Por) -> Self {
+        self.bounds.por = por;
         self
     }
 
@@ -254,5 +265,6 @@ pub fn judge_run<M: Model>(model: &M, run: &path::Run<M>, cycle_from: Option<usi
         peak_bytes: 0,
         walks: 0,
         cut_walks: 0,
+        reduced_states: 0,
     }
 }

@@ -1,9 +1,11 @@
 //! One unit of parallel work: expand a few hundred frontier states, judge what their transitions observe, and
 //! drop the successors visited before this round.
 
+use super::fingerprint::state_fingerprint;
 use super::level::{Level, Successors};
 use super::model::{Model, Observation};
 use super::plan::Plan;
+use super::por::{self, Reduction};
 use super::visited::{shard_of, Visited, SHARDS};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -40,6 +42,8 @@ pub(crate) struct Output<M: Model> {
     /// Set by the shard that inserted the candidate's fingerprint first.
     pub is_new: Vec<AtomicBool>,
     pub transitions: u64,
+    /// States expanded with a reduced set (partial-order reduction).
+    pub reduced_states: u64,
     /// Union of what every outgoing transition observed.
     pub observed: M::Obs,
     /// Transitions that observe something a step-based `always` forbids.
@@ -59,6 +63,7 @@ impl<M: Model> Default for Output<M> {
             by_shard: Default::default(),
             is_new: Vec::new(),
             transitions: 0,
+            reduced_states: 0,
             observed: M::Obs::default(),
             violations: Vec::new(),
             firsts: Vec::new(),
@@ -76,6 +81,7 @@ pub(crate) struct UnitInput<'a, M: Model> {
     pub visited: &'a Visited,
     pub symmetry: bool,
     pub record_graph: bool,
+    pub reduction: Reduction,
 }
 
 impl<M: Model> Output<M> {
@@ -83,6 +89,7 @@ impl<M: Model> Output<M> {
         self.successors.clear();
         self.by_shard.iter_mut().for_each(Vec::clear);
         self.transitions = 0;
+        self.reduced_states = 0;
         self.observed = M::Obs::default();
         self.violations.clear();
         self.firsts.clear();
@@ -116,6 +123,7 @@ pub(crate) fn expand_unit<M: Model>(
     let mut actions = Vec::with_capacity(32);
     let mut state = model.init_state();
     let mut next = model.init_state();
+    let mut scratch = Vec::new();
     for index in unit {
         let parent = level.first_id + index as u32;
         level.load(model, index, &mut state);
@@ -132,8 +140,19 @@ pub(crate) fn expand_unit<M: Model>(
             let goals = plan.goals(model, &state, at_rest);
             out.graph.nodes.push((parent, goals, at_rest));
         }
-        out.transitions += actions.len() as u64;
-        for (action_index, action) in actions.iter().enumerate() {
+        let chosen = if input.reduction.reduce && !at_rest {
+            choose(input, &state, &actions, &mut next, &mut scratch)
+        } else {
+            None
+        };
+        let explored = match chosen {
+            Some(alone) => alone..alone + 1,
+            None => 0..actions.len(),
+        };
+        out.reduced_states += u64::from(chosen.is_some());
+        out.transitions += explored.len() as u64;
+        for action_index in explored {
+            let action = &actions[action_index];
             next.clone_from(&state);
             let observed = model.apply(&mut next, action);
             if input.symmetry {
@@ -170,6 +189,38 @@ pub(crate) fn expand_unit<M: Model>(
         }
     }
     drop_known(input.visited, out);
+}
+
+/// Partial-order reduction: the one action to explore from `state`, if the model declares one (and, on a model
+/// that does not promise acyclicity, its successor was not visited before this round: the cycle proviso).
+fn choose<M: Model>(
+    input: &UnitInput<M>,
+    state: &M::State,
+    actions: &[M::Action],
+    next: &mut M::State,
+    scratch: &mut Vec<u8>,
+) -> Option<usize> {
+    let model = input.model;
+    let alone = por::alone(model, state, actions)?;
+    if input.reduction.checked {
+        por::check_declaration(model, input.plan, state, actions, alone);
+    }
+    if input.reduction.proviso {
+        next.clone_from(state);
+        model.apply(next, &actions[alone]);
+        if input.symmetry {
+            if let Some(canonical) = model.canonicalize(next) {
+                *next = canonical;
+            }
+        }
+        if input
+            .visited
+            .contains(state_fingerprint(model, next, scratch))
+        {
+            return None;
+        }
+    }
+    Some(alone)
 }
 
 /// The state-based `always` and `sometimes` properties on a successor.

@@ -18,6 +18,21 @@ pub fn packed_fingerprint(bytes: &[u8]) -> u64 {
     XxHash3_64::oneshot(bytes)
 }
 
+/// The fingerprint of `state` as the visited set knows it (`scratch` holds the packing).
+pub(crate) fn state_fingerprint<M: super::model::Model>(
+    model: &M,
+    state: &M::State,
+    scratch: &mut Vec<u8>,
+) -> u64 {
+    if M::PACKED {
+        scratch.clear();
+        model.pack(state, scratch);
+        packed_fingerprint(scratch)
+    } else {
+        hashed_fingerprint(state)
+    }
+}
+
 /// The fingerprints are already hashes: the set uses them as they are.
 #[derive(Default)]
 pub struct PassThrough(u64);

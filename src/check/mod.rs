@@ -13,6 +13,7 @@ mod level;
 mod model;
 mod path;
 mod plan;
+mod por;
 mod property;
 mod report;
 mod trace;
@@ -22,11 +23,14 @@ mod walk;
 
 #[cfg(test)]
 mod toys;
+#[cfg(test)]
+mod toys_por;
 
 pub use checker::{judge_run, replay_path, Bounds, Checker, Diverged, Progress};
 pub use fingerprint::hashed_fingerprint;
 pub use model::{Model, Observation, ACYCLIC_CHECK_STATES};
 pub use path::{rebuild_path, rebuild_path_reduced, timeline, Run, TimelineStep};
+pub use por::Por;
 pub use property::{Kind, Property};
 pub use report::{compare, Comparison, Expected, Method, PropertyReport, Report};
 pub use trace::{Trace, TraceError, TRACE_FORMAT, TRACE_VERSION};

@@ -79,6 +79,17 @@ pub trait Model: Sized + Sync {
         false
     }
 
+    /// Partial-order reduction (`Checker::por`, see `check::por`): whether `action`, enabled in `state` and not a
+    /// fault there, may be explored alone from `state`. `true` promises that along every path from `state` that
+    /// does not take `action`, every action taken is independent of it where it is taken (the two orders reach
+    /// the same state, neither disables the other, each observes the same either way), and `action` stays
+    /// enabled and a non-fault action; and that `action` never changes a state-judged `always` or `sometimes`
+    /// predicate. With symmetry the answer must not depend on which symmetric state is asked. The default,
+    /// `false`, declares nothing independent: the state is expanded in full.
+    fn independent_of_rest(&self, _state: &Self::State, _action: &Self::Action) -> bool {
+        false
+    }
+
     /// Set when `pack` and `unpack_into` are written: the frontier then holds packed states (often a fifth of
     /// their size) and a state's fingerprint is the hash of its packing. Otherwise states are cloned and
     /// fingerprinted through `Hash`.

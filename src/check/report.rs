@@ -56,6 +56,9 @@ pub struct Report<M: Model> {
     /// Walks: how many, and how many were cut by the step bound before coming to rest.
     pub walks: u64,
     pub cut_walks: u64,
+    /// Breadth-first search with partial-order reduction: states expanded with a reduced set (one action
+    /// instead of all). Zero: the search was a full one.
+    pub reduced_states: u64,
 }
 
 impl<M: Model> Clone for Report<M> {
@@ -73,6 +76,7 @@ impl<M: Model> Clone for Report<M> {
             peak_bytes: self.peak_bytes,
             walks: self.walks,
             cut_walks: self.cut_walks,
+            reduced_states: self.reduced_states,
         }
     }
 }
@@ -88,6 +92,7 @@ impl<M: Model> std::fmt::Debug for Report<M> {
             .field("depth", &self.depth)
             .field("complete", &self.complete)
             .field("stopped_by", &self.stopped_by)
+            .field("reduced_states", &self.reduced_states)
             .finish()
     }
 }

@@ -4,7 +4,7 @@
 use super::*;
 
 /// The same report on 1, 2 and 3 threads (counts, verdicts, paths).
-fn bfs_on_threads<M: Model>(model: &M) -> Report<M> {
+pub(super) fn bfs_on_threads<M: Model>(model: &M) -> Report<M> {
     let one = model.checker().threads(1).bfs();
     for threads in [2, 3] {
         let other = model.checker().threads(threads).bfs();

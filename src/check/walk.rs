@@ -259,6 +259,7 @@ fn report<M: Model>(
         peak_bytes: 0,
         walks: summary.walks,
         cut_walks: summary.cut_walks,
+        reduced_states: 0,
     }
 }
 

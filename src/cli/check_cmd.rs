@@ -2,8 +2,8 @@
 
 use super::json::{print_line, CheckLine};
 use super::{names, output};
-use super::{CheckArgs, EXIT_MISMATCH, EXIT_OK};
-use retrylab::check::{Checker, Comparison, Report};
+use super::{CheckArgs, OnOff, EXIT_MISMATCH, EXIT_OK};
+use retrylab::check::{Checker, Comparison, Por, Report};
 use retrylab::model::{Property, World};
 use retrylab::spec::Model;
 use std::collections::BTreeMap;
@@ -76,6 +76,10 @@ fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, Str
         .max_depth(args.max_depth.unwrap_or(model.limits.max_depth))
         .max_memory_mib(args.max_memory)
         .symmetry(args.symmetry)
+        .por(match args.por {
+            OnOff::On => Por::On,
+            OnOff::Off => Por::Off,
+        })
         .on_progress(|progress| {
             if let Some(bar) = &bar {
                 bar.set_position(progress.states);
@@ -100,7 +104,7 @@ fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, Str
     let traces = saved.paths;
     let mut replay_commands = Vec::new();
     if args.json {
-        print_json(model, &report, &comparison, &traces, elapsed_ms);
+        print_json(args, model, &report, &comparison, &traces, elapsed_ms);
     } else {
         let header = header(model, &report, elapsed_ms);
         output::print_rows(model, &report, &output::lengths(&report), &header);
@@ -140,6 +144,7 @@ fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, Str
 }
 
 fn print_json(
+    args: &CheckArgs,
     model: &Model,
     report: &Report<World>,
     comparison: &Comparison,
@@ -158,9 +163,13 @@ fn print_json(
         missing_scenarios: comparison.missing_scenarios.clone(),
         model: model.path.clone(),
         peak_bytes: report.peak_bytes,
+        por: args.por == OnOff::On,
+        por_reduced_states: report.reduced_states,
         properties: output::verdict_map(report),
         reached: output::reached_names(report),
         states: report.states,
+        // Known when nothing was reduced (the search was a full one); a reduced search does not know it.
+        states_full: (report.reduced_states == 0).then_some(report.states),
         stopped_by: report.stopped_by.clone(),
         traces: output::by_name(traces),
         transitions: report.transitions,

@@ -21,9 +21,16 @@ pub struct CheckLine {
     pub missing_scenarios: Vec<String>,
     pub model: String,
     pub peak_bytes: u64,
+    /// Whether partial-order reduction was on (`--por`).
+    pub por: bool,
+    /// States expanded with a reduced set (0: nothing was reduced).
+    pub por_reduced_states: u64,
     pub properties: Verdicts,
     pub reached: Vec<String>,
     pub states: u64,
+    /// The unreduced search's state count, when known (omitted otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub states_full: Option<u64>,
     pub stopped_by: Option<String>,
     pub traces: BTreeMap<String, String>,
     pub transitions: u64,

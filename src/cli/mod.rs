@@ -105,9 +105,20 @@ pub struct CheckArgs {
     /// Symmetry reduction: merge states that differ only by which client or server process is which.
     #[arg(long)]
     pub symmetry: bool,
+    /// Partial-order reduction: explore one order of the actions the model declares independent. `off` gives
+    /// the shortest counterexamples; `on` may give longer ones, with the same verdicts.
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub por: OnOff,
     /// Worker threads (default: all cores). Results do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
+}
+
+/// A switch written `on` or `off`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnOff {
+    On,
+    Off,
 }
 
 #[derive(clap::Args, Debug)]

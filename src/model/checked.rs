@@ -122,6 +122,11 @@ impl<S: Server> check::Model for WorldOf<S> {
         Some(WorldOf::canonicalize(self, state).0)
     }
 
+    #[inline]
+    fn independent_of_rest(&self, state: &State, action: &Action) -> bool {
+        WorldOf::independent_of_rest(self, state, action)
+    }
+
     fn describe_step(&self, before: &State, action: &Action, after: &State, obs: Events) -> String {
         let transition = Transition {
             before,
@@ -154,6 +159,11 @@ impl check::Model for World {
 
     fn canonicalize(&self, state: &State) -> Option<State> {
         dispatch!(self, world => check::Model::canonicalize(world, state))
+    }
+
+    #[inline]
+    fn independent_of_rest(&self, state: &State, action: &Action) -> bool {
+        dispatch!(self, world => world.independent_of_rest(state, action))
     }
 
     fn describe_step(&self, before: &State, action: &Action, after: &State, obs: Events) -> String {

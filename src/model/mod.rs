@@ -17,6 +17,7 @@ mod describe_queue;
 mod described;
 mod events;
 mod http;
+mod independence;
 mod pack;
 mod properties;
 mod queue;

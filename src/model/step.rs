@@ -12,13 +12,13 @@ use smallvec::smallvec;
 
 // Indexes into `State::budgets` (`Faults::NAMES` order).
 const DROP_REQUESTS: usize = 0;
-const DROP_RESPONSES: usize = 1;
+pub(super) const DROP_RESPONSES: usize = 1;
 const DUPLICATE_REQUESTS: usize = 2;
-const DUPLICATE_RESPONSES: usize = 3;
-const CRASHES: usize = 4;
+pub(super) const DUPLICATE_RESPONSES: usize = 3;
+pub(super) const CRASHES: usize = 4;
 const PAUSES: usize = 5;
 pub(super) const EARLY_TIMEOUTS: usize = 6;
-const HANDLER_ERRORS: usize = 7;
+pub(super) const HANDLER_ERRORS: usize = 7;
 const KEY_EXPIRIES: usize = 8;
 // 9, 10, 11: the queue world's own (`queue.rs`).
 

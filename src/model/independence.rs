@@ -1,0 +1,106 @@
+//! The worlds' independence, for the checker's partial-order reduction (`Model::independent_of_rest`, the
+//! conditions in `check::por`): the actions that may be explored alone because nothing that can happen before
+//! them interferes with them. Each rule below says why; anything not covered is explored in all orders.
+//!
+//! Most of the world shares something: fault budgets (two drops with one drop left disable each other), the
+//! claim-token sequence and the payments ledger (two claims or two commits in either order give different
+//! tokens or payment ids), the lowest idle process a delivery goes to, and the liveness of an attempt that a
+//! timeout reads. So the actions declared here are the ones that touch only their own client or process:
+//! - `Send` of a client that is about to send (no response to it is in the network, none can appear while it
+//!   is not waiting, and, with a lease, it is not waiting out a 409, which a claim could prolong);
+//! - `DeliverResponse` of the one response its client is waiting for, once no response can be lost, copied or
+//!   timed out (those budgets are spent) and no other copy of the attempt can still answer;
+//! - `Timeout` of a client whose attempt was lost (nothing of it is in the network or in a process, so the
+//!   timeout is no fault, nothing can revive the attempt, and the resend or the giving up touches only the
+//!   client and its own new request);
+//! - `Step` of a process that has written its effect and is about to commit it (the step changes its own job
+//!   only), once no crash or handler error can hit it.
+//!
+//! In every case no republish may be left (a republish reads its client's latest event).
+
+use super::action::Action;
+use super::state::{ClientPhase, JobStep, Message, OpRef, Proc, State};
+use super::step::{CRASHES, DROP_RESPONSES, DUPLICATE_RESPONSES, EARLY_TIMEOUTS, HANDLER_ERRORS};
+use super::world::{Server, WorldOf};
+
+impl<S: Server> WorldOf<S> {
+    /// Whether `action` (enabled in `state`) is independent of every action that can happen before it.
+    pub fn independent_of_rest(&self, state: &State, action: &Action) -> bool {
+        if state.budgets[super::queue::REPUBLISHES] > 0 {
+            return false;
+        }
+        match *action {
+            Action::Send { client } => self.send_stands_alone(state, client),
+            Action::Timeout { client } => lost_attempt(state, client),
+            Action::DeliverResponse { response } => {
+                let spent = [DROP_RESPONSES, DUPLICATE_RESPONSES, EARLY_TIMEOUTS]
+                    .iter()
+                    .all(|budget| state.budgets[*budget] == 0);
+                spent && only_answer(state, response.to, response.attempt)
+            }
+            Action::Step { proc } => {
+                state.budgets[CRASHES] == 0
+                    && state.budgets[HANDLER_ERRORS] == 0
+                    && matches!(state.procs[proc as usize], Proc::Busy(job) if job.step == JobStep::Effect)
+            }
+            _ => false,
+        }
+    }
+
+    /// A ready client's send reads and writes only the client and adds its own new request. What could
+    /// interfere: responses to the client (the send purges them; none is created while it is not waiting) and,
+    /// after a 409 under a lease, the record it waits on (a claim could disable the send).
+    fn send_stands_alone(&self, state: &State, client: u8) -> bool {
+        let ClientPhase::Ready { after_conflict } = state.clients[client as usize].phase else {
+            return false;
+        };
+        let waits_on_lease = after_conflict && self.server.lease().is_some();
+        let answered = state.network.keys().any(
+            |message| matches!(message, Message::Response(response) if response.to.client == client),
+        );
+        !waits_on_lease && !answered
+    }
+}
+
+/// Whether everything of `client`'s current attempt is gone, and no response to the client is in the network.
+fn lost_attempt(state: &State, client: u8) -> bool {
+    let client_state = &state.clients[client as usize];
+    let op = OpRef {
+        client,
+        op: client_state.op,
+    };
+    let attempt = client_state.attempts;
+    let in_network = state.network.keys().any(|message| match message {
+        Message::Request(request) => request.from == op && request.attempt == attempt,
+        Message::Response(response) => response.to.client == client,
+    });
+    client_state.phase == ClientPhase::Waiting && !in_network && !in_process(state, op, attempt)
+}
+
+/// Whether a process is handling `attempt` of `op`.
+fn in_process(state: &State, op: OpRef, attempt: u8) -> bool {
+    state.procs.iter().any(|proc| {
+        matches!(proc, Proc::Busy(job) if job.request.from == op && job.request.attempt == attempt)
+    })
+}
+
+/// Whether the response to `attempt` of `op` is what its client waits for and the only answer it can get:
+/// no other response to the client is in the network, and no copy of the attempt's request is in the network
+/// or in a process (it could answer before or after, and the two orders leave different networks).
+fn only_answer(state: &State, op: OpRef, attempt: u8) -> bool {
+    let client = &state.clients[op.client as usize];
+    let waiting =
+        client.phase == ClientPhase::Waiting && client.op == op.op && client.attempts == attempt;
+    let mut responses = 0;
+    let mut requests = 0;
+    for message in state.network.keys() {
+        match message {
+            Message::Response(response) if response.to.client == op.client => responses += 1,
+            Message::Request(request) if request.from == op && request.attempt == attempt => {
+                requests += 1
+            }
+            _ => {}
+        }
+    }
+    waiting && responses == 1 && requests == 0 && !in_process(state, op, attempt)
+}
