@@ -1,5 +1,5 @@
 //! Time to verdict as the lease-fenced design grows: clients 2..4, server processes 2..3, crashes 1..2, each
-//! member explored by retrylab (plain, with symmetry) and by stateright 0.30.2 (plain, with its symmetry, fed the
+//! member explored by retrylab (plain, with symmetry, with partial-order reduction, with both) and by stateright 0.30.2 (plain, with its symmetry, fed the
 //! same canonical form), on all cores. Every run is a process of its own (this program, with `--run`), killed at
 //! `--limit-s` seconds; a checker cut short on a member is not run on the members at least as large. The last
 //! line is `ratio: X`: stateright's best time to verdict over retrylab's, on the largest member stateright
@@ -11,7 +11,7 @@ mod family;
 mod stateright_twin;
 
 use family::{member_text, Flags, Member, Outcome};
-use retrylab::check::{Model as _, Verdict};
+use retrylab::check::{Model as _, Por, Verdict};
 use retrylab::spec::parse_model;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,9 +20,11 @@ const BASE: &str = include_str!("../../models/lease-fenced.toml");
 const PROPERTY: &str = "no-duplicate-effect";
 
 /// The explorers of one member, in the order of the table's rows.
-const CHECKERS: [&str; 4] = [
+const CHECKERS: [&str; 6] = [
     "retrylab",
     "retrylab+symmetry",
+    "retrylab+por",
+    "retrylab+por+symmetry",
     "stateright",
     "stateright+symmetry",
 ];
@@ -33,6 +35,11 @@ fn run_here(checker: &str, member: Member, flags: &Flags) -> Outcome {
         .expect("a valid family member");
     let world = &model.world;
     let symmetry = checker.ends_with("+symmetry");
+    let por = if checker.contains("+por") {
+        Por::On
+    } else {
+        Por::Off
+    };
     if checker.starts_with("stateright") {
         return stateright_twin::check(world, symmetry, flags);
     }
@@ -42,6 +49,7 @@ fn run_here(checker: &str, member: Member, flags: &Flags) -> Outcome {
         .threads(flags.threads)
         .max_states(flags.max_states)
         .symmetry(symmetry)
+        .por(por)
         .bfs();
     Outcome {
         states: Some(report.states),
