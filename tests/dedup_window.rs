@@ -3,7 +3,7 @@
 //! duplicates; a window stops protecting past its length; a session fails on restarts only).
 
 use retrylab::experiments::dedup_window::{sweep, Cause, Cell, Config, Place};
-use std::process::Command;
+mod storms_support;
 
 const SEED: u64 = 5;
 const RUNS: u32 = 400;
@@ -56,37 +56,33 @@ fn each_place_fails_where_its_bound_ends() {
 }
 
 #[test]
-fn the_binary_writes_identical_files_for_a_seed_and_refuses_bad_flags() {
-    let run = |dir: &std::path::Path| {
-        let out = Command::new(env!("CARGO_BIN_EXE_dedup-window"))
-            .args(["--runs", "40", "--seed", "9", "--out"])
-            .arg(dir)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let first = tempfile::tempdir().unwrap();
-    let second = tempfile::tempdir().unwrap();
-    run(first.path());
-    run(second.path());
-    for name in ["summary.csv", "README.md", "retry.svg", "restart.svg"] {
-        let a = std::fs::read(first.path().join(name)).unwrap();
-        let b = std::fs::read(second.path().join(name)).unwrap();
-        assert!(a == b, "{name} differs between two runs with one seed");
+fn the_binary_writes_identical_files_for_a_seed_whatever_the_threads_and_refuses_bad_flags() {
+    let exe = env!("CARGO_BIN_EXE_dedup-window");
+    let files =
+        storms_support::assert_same_whatever_the_threads(exe, &["--runs", "40", "--seed", "9"]);
+    for name in [
+        "summary.csv",
+        "claims.csv",
+        "README.md",
+        "retry.svg",
+        "restart.svg",
+        "retry.png",
+    ] {
+        assert!(files.iter().any(|(n, _)| n == name), "{name} missing");
     }
-    assert!(first.path().join("retry.png").exists());
-    let bad = Command::new(env!("CARGO_BIN_EXE_dedup-window"))
-        .args(["--runs", "1"])
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let readme = storms_support::text_of(&files, "README.md");
+    assert!(
+        readme.contains("cargo run --release --bin dedup-window -- --seed 9 --runs 40 --out out"),
+        "{readme}"
+    );
+    storms_support::assert_bad_flags_exit_2(
+        exe,
+        &[
+            &["--runs", "1"],
+            &["--window-s", "0"],
+            &["--crash-probability", "1"],
+        ],
+    );
 }
 
 /// The order of the dedup places as claims, judged on the small grid; and the judge says no when
