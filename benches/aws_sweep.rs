@@ -5,7 +5,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use retrylab::backoff::{Backoff, Strategy};
-use retrylab::sim::aws::{run_sweep, simulate_run, AwsParams, SweepConfig};
+use retrylab::experiments::aws::{run_sweep, simulate_run, AwsParams, SweepConfig, RUNS_DEFAULT};
 use retrylab::sim::run_rng;
 
 fn one_run(c: &mut Criterion) {
@@ -26,11 +26,11 @@ fn one_run(c: &mut Criterion) {
 }
 
 fn default_sweep(c: &mut Criterion) {
-    let config = SweepConfig::post(2015);
+    let config = SweepConfig::post();
     let mut group = c.benchmark_group("aws_sweep");
     group.sample_size(10);
     group.bench_function("post-grid-all-cores", |b| {
-        b.iter(|| run_sweep(&config, &|| {}).unwrap())
+        b.iter(|| run_sweep(&config, 2015, RUNS_DEFAULT, &|| {}).unwrap())
     });
     group.finish();
 }

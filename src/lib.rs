@@ -90,17 +90,17 @@
 //! - [`handler`]: your own handler as async Rust over a store interface, checked, and run on SQLite and PostgreSQL.
 //! - [`real`]: the protocol as real code (in-memory and SQLite stores).
 //! - [`backoff`]: retry strategies and retry control.
-//! - [`sim`]: timed discrete-event kernel and the AWS backoff experiment.
-//! - [`plot`]: line charts with 95% bands, SVG and PNG, bundled font.
+//! - [`sim`]: the timed discrete-event kernel and its statistics.
+//! - [`experiments`]: grid -> seeded runs -> tables -> claims -> charts -> README, and each experiment's world.
+//! - [`plot`]: line charts with 95% bands as data; drawn as SVG and PNG with the `plot` feature.
 //! - [`report`]: the verdict matrix (Markdown, Mermaid and SVG).
-//! - [`storms`]: retry-storm experiments (layered retries, retry budgets).
 
 pub mod atomic;
 pub mod backoff;
 pub mod check;
+pub mod experiments;
 pub mod handler;
 pub mod model;
-#[cfg(feature = "plot")]
 pub mod plot;
 pub mod protocol;
 #[cfg(feature = "real")]
@@ -109,4 +109,3 @@ pub mod report;
 pub mod servers;
 pub mod sim;
 pub mod spec;
-pub mod storms;

@@ -2,9 +2,10 @@
 //! replay of a run from its stream and checks that the claim evaluator can say "no".
 
 use retrylab::backoff::{Backoff, Strategy};
-use retrylab::sim::aws::claims::{evaluate, Verdict};
-use retrylab::sim::aws::sweep::find_cell;
-use retrylab::sim::aws::{run_sweep, simulate_run, summarise, CellSummary, SweepConfig};
+use retrylab::experiments::aws::claims::evaluate;
+use retrylab::experiments::aws::sweep::find_cell;
+use retrylab::experiments::aws::{run_sweep, simulate_run, summarise, CellSummary, SweepConfig};
+use retrylab::experiments::Verdict;
 use retrylab::sim::run_rng;
 use retrylab::sim::stats::Estimate;
 
@@ -13,10 +14,9 @@ const DECOR: Strategy = Strategy::Decorrelated { growth: 3 };
 fn reduced_sweep() -> Vec<CellSummary> {
     let config = SweepConfig {
         clients: vec![50, 100, 150],
-        runs: 20,
-        ..SweepConfig::post(2015)
+        ..SweepConfig::post()
     };
-    summarise(&run_sweep(&config, &|| {}).unwrap())
+    summarise(&run_sweep(&config, 2015, 20, &|| {}).unwrap())
 }
 
 fn cell(cells: &[CellSummary], strategy: Strategy, clients: u32) -> &CellSummary {
@@ -76,14 +76,13 @@ fn any_run_replays_from_its_seed_and_stream() {
     let config = SweepConfig {
         strategies: vec![Strategy::FullJitter, DECOR],
         clients: vec![20, 40],
-        runs: 3,
-        ..SweepConfig::post(77)
+        ..SweepConfig::post()
     };
-    let records = run_sweep(&config, &|| {}).unwrap();
+    let records = run_sweep(&config, 77, 3, &|| {}).unwrap();
     assert_eq!(records.len(), 12);
     for record in [&records[0], &records[5], &records[11]] {
         let backoff = Backoff::aws_post(record.strategy);
-        let mut rng = run_rng(config.seed, record.stream);
+        let mut rng = run_rng(77, record.stream);
         let replayed = simulate_run(backoff, record.clients, &config.params, &mut rng).unwrap();
         assert_eq!(replayed, record.outcome);
     }
@@ -95,15 +94,14 @@ fn any_run_replays_from_its_seed_and_stream() {
 fn sweep_is_identical_on_one_thread_and_on_several() {
     let config = SweepConfig {
         clients: vec![10, 30],
-        runs: 4,
-        ..SweepConfig::post(5)
+        ..SweepConfig::post()
     };
     let pooled = |threads| {
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
             .unwrap()
-            .install(|| run_sweep(&config, &|| {}).unwrap())
+            .install(|| run_sweep(&config, 5, 4, &|| {}).unwrap())
     };
     assert_eq!(pooled(1), pooled(3));
 }

@@ -2,12 +2,14 @@
 //! exit 2, and the places behave as the model checker says (an inbox in the effect's transaction never
 //! duplicates; a window stops protecting past its length; a session fails on restarts only).
 
-use retrylab::sim::dedup_window::{sweep, Cause, Cell, Config, Place};
-use std::process::Command;
+use retrylab::experiments::dedup_window::{sweep, Cause, Cell, Config, Place};
+mod storms_support;
+
+const SEED: u64 = 5;
+const RUNS: u32 = 400;
 
 fn small() -> Config {
     Config {
-        runs: 400,
         ratios: vec![0.1, 10.0],
         ..Config::default()
     }
@@ -24,17 +26,13 @@ fn p(cells: &[Cell], cause: Cause, place: Place, ratio: f64) -> f64 {
 #[test]
 fn same_seed_same_cells_other_seed_other_cells() {
     let config = small();
-    assert_eq!(sweep(&config), sweep(&config));
-    let other = Config {
-        seed: config.seed + 1,
-        ..config.clone()
-    };
-    assert_ne!(sweep(&config), sweep(&other));
+    assert_eq!(sweep(&config, SEED, RUNS), sweep(&config, SEED, RUNS));
+    assert_ne!(sweep(&config, SEED, RUNS), sweep(&config, SEED + 1, RUNS));
 }
 
 #[test]
 fn each_place_fails_where_its_bound_ends() {
-    let cells = sweep(&small());
+    let cells = sweep(&small(), SEED, RUNS);
     for cell in cells
         .iter()
         .filter(|c| c.place == Place::InboxSameTransaction)
@@ -58,35 +56,67 @@ fn each_place_fails_where_its_bound_ends() {
 }
 
 #[test]
-fn the_binary_writes_identical_files_for_a_seed_and_refuses_bad_flags() {
-    let run = |dir: &std::path::Path| {
-        let out = Command::new(env!("CARGO_BIN_EXE_dedup-window"))
-            .args(["--runs", "40", "--seed", "9", "--out"])
-            .arg(dir)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let first = tempfile::tempdir().unwrap();
-    let second = tempfile::tempdir().unwrap();
-    run(first.path());
-    run(second.path());
-    for name in ["summary.csv", "README.md", "retry.svg", "restart.svg"] {
-        let a = std::fs::read(first.path().join(name)).unwrap();
-        let b = std::fs::read(second.path().join(name)).unwrap();
-        assert!(a == b, "{name} differs between two runs with one seed");
+fn the_binary_writes_identical_files_for_a_seed_whatever_the_threads_and_refuses_bad_flags() {
+    let exe = env!("CARGO_BIN_EXE_dedup-window");
+    let files =
+        storms_support::assert_same_whatever_the_threads(exe, &["--runs", "40", "--seed", "9"]);
+    for name in [
+        "summary.csv",
+        "claims.csv",
+        "README.md",
+        "retry.svg",
+        "restart.svg",
+        "retry.png",
+    ] {
+        assert!(files.iter().any(|(n, _)| n == name), "{name} missing");
     }
-    assert!(first.path().join("retry.png").exists());
-    let bad = Command::new(env!("CARGO_BIN_EXE_dedup-window"))
-        .args(["--runs", "1"])
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&bad.stderr);
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let readme = storms_support::text_of(&files, "README.md");
+    assert!(
+        readme.contains("cargo run --release --bin dedup-window -- --seed 9 --runs 40 --out out"),
+        "{readme}"
+    );
+    storms_support::assert_bad_flags_exit_2(
+        exe,
+        &[
+            &["--runs", "1"],
+            &["--window-s", "0"],
+            &["--crash-probability", "1"],
+        ],
+    );
+}
+
+/// The order of the dedup places as claims, judged on the small grid; and the judge says no when
+/// the inbox in the effect's transaction duplicates once or the window protects past its length.
+#[test]
+fn claims_hold_on_a_small_grid_and_fail_on_a_changed_cell() {
+    use retrylab::experiments::dedup_window::claims::evaluate;
+    use retrylab::experiments::Verdict;
+    let config = small();
+    let mut cells = sweep(&config, SEED, RUNS);
+    let judged = evaluate(&config, &cells);
+    assert_eq!(judged.len(), 5);
+    for claim in &judged {
+        assert_eq!(claim.verdict, Verdict::Reproduced, "{claim:?}");
+    }
+    cells
+        .iter_mut()
+        .find(|c| c.place == Place::InboxSameTransaction)
+        .unwrap()
+        .duplicates = 1;
+    for cell in cells
+        .iter_mut()
+        .filter(|c| c.place == Place::BrokerWindow && c.ratio == 10.0)
+    {
+        cell.duplicates = 0;
+    }
+    let judged = evaluate(&config, &cells);
+    assert_eq!(judged[0].verdict, Verdict::NotReproduced, "{:?}", judged[0]);
+    assert_eq!(judged[1].verdict, Verdict::NotReproduced, "{:?}", judged[1]);
+    // A grid without a ratio past the window cannot judge the window.
+    let inside = Config {
+        ratios: vec![0.1],
+        ..Config::default()
+    };
+    let judged = evaluate(&inside, &sweep(&inside, SEED, 50));
+    assert_eq!(judged[1].verdict, Verdict::NotTested);
 }

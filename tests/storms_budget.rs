@@ -3,9 +3,9 @@
 
 mod storms_support;
 
+use retrylab::experiments::budget::world::{simulate, BrookerConfig, BrookerOutcome};
+use retrylab::experiments::client::PolicyKind;
 use retrylab::sim::run_rng;
-use retrylab::storms::brooker::{simulate, BrookerConfig, BrookerOutcome};
-use retrylab::storms::client::PolicyKind;
 
 const EXE: &str = env!("CARGO_BIN_EXE_retry-budget");
 
@@ -90,4 +90,37 @@ fn binary_is_deterministic_and_refuses_bad_flags() {
         EXE,
         &[&["--duration-s", "1"], &["--runs", "0"], &["--p", "3"]],
     );
+}
+
+/// The ordering of the policies as claims, judged on a reduced grid (30 s runs, four failure
+/// rates); and the judge says no when a control amplifies like plain retries.
+#[test]
+fn claims_hold_on_a_reduced_grid_and_fail_when_a_control_amplifies() {
+    use retrylab::experiments::budget::{claims, summarise, RetryBudget};
+    use retrylab::experiments::{sweep, Verdict};
+    let experiment = RetryBudget {
+        failure_permille: vec![100, 300, 700, 1000],
+        ..RetryBudget::new(30).unwrap()
+    };
+    let grid = sweep(&experiment, 2022, 2, &|| {}).unwrap();
+    let mut cells = summarise(&grid);
+    let judged = claims::evaluate(&cells);
+    assert_eq!(judged.len(), 6);
+    for claim in &judged {
+        assert_eq!(claim.verdict, Verdict::Reproduced, "{claim:?}");
+    }
+    let three = cells
+        .iter()
+        .find(|c| c.policy == PolicyKind::ThreeRetries && c.failure_permille == 1000)
+        .unwrap()
+        .amplification;
+    for cell in cells
+        .iter_mut()
+        .filter(|c| c.policy == PolicyKind::TokenBucket)
+    {
+        cell.amplification = three;
+    }
+    let judged = claims::evaluate(&cells);
+    assert_eq!(judged[1].verdict, Verdict::NotReproduced, "{:?}", judged[1]);
+    assert_ne!(judged[2].verdict, Verdict::Reproduced, "{:?}", judged[2]);
 }

@@ -3,8 +3,8 @@
 
 mod storms_support;
 
+use retrylab::experiments::layers::world::{simulate_call, LayerConfig, LayerPolicy};
 use retrylab::sim::run_rng;
-use retrylab::storms::layers::{simulate_call, LayerConfig, LayerPolicy};
 
 const EXE: &str = env!("CARGO_BIN_EXE_retry-layers");
 
@@ -94,4 +94,48 @@ fn bad_flags_give_one_line_and_exit_code_2() {
             &["--seed", "x"],
         ],
     );
+}
+
+/// The published counts as claims, judged on a reduced grid; and the judge says no when a count
+/// is off by one.
+#[test]
+fn claims_hold_on_a_reduced_grid_and_fail_on_a_changed_count() {
+    use retrylab::experiments::layers::{claims, summarise_grid, RetryLayers};
+    use retrylab::experiments::{sweep, Verdict};
+    let experiment = RetryLayers {
+        layers: vec![3, 5],
+        attempts: vec![3],
+    };
+    let grid = sweep(&experiment, 27, 5, &|| {}).unwrap();
+    let mut cells = summarise_grid(&grid).unwrap();
+    let judged = claims(&cells);
+    assert_eq!(judged.len(), 4);
+    for claim in &judged {
+        assert_eq!(claim.verdict, Verdict::Reproduced, "{claim:?}");
+    }
+    let every_3x3 = cells
+        .iter_mut()
+        .find(|c| c.config.layers == 3 && c.config.policy == LayerPolicy::EveryLayer)
+        .unwrap();
+    every_3x3.bottom_requests_per_call = 26;
+    let one_5x3 = cells
+        .iter_mut()
+        .find(|c| c.config.layers == 5 && c.config.policy == LayerPolicy::OneLayer)
+        .unwrap();
+    one_5x3.bottom_requests_per_call = 4;
+    one_5x3.give_up_ms.mean *= 100.0;
+    let verdicts: Vec<Verdict> = claims(&cells).iter().map(|c| c.verdict).collect();
+    assert_eq!(
+        verdicts,
+        [
+            Verdict::NotReproduced,
+            Verdict::Reproduced,
+            Verdict::NotReproduced,
+            Verdict::NotReproduced
+        ]
+    );
+    // Without the 5-layer cells, the claims about them are not tested, not passed.
+    let three_only: Vec<_> = cells.into_iter().filter(|c| c.config.layers == 3).collect();
+    assert_eq!(claims(&three_only)[1].verdict, Verdict::NotTested);
+    assert_eq!(claims(&three_only)[3].verdict, Verdict::NotTested);
 }

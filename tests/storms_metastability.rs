@@ -3,9 +3,9 @@
 
 mod storms_support;
 
+use retrylab::experiments::capacity::world::{recovery, simulate, CapacityConfig, Recovery};
+use retrylab::experiments::client::{full_jitter, PolicyKind};
 use retrylab::sim::run_rng;
-use retrylab::storms::capacity::{recovery, simulate, CapacityConfig, Recovery};
-use retrylab::storms::client::{full_jitter, PolicyKind};
 
 const EXE: &str = env!("CARGO_BIN_EXE_metastability");
 
@@ -100,4 +100,35 @@ fn binary_is_deterministic_and_refuses_bad_flags() {
         EXE,
         &[&["--runs", "1"], &["--threads", "x"], &["--trigger-s", "0"]],
     );
+}
+
+/// "Plain retries stay collapsed, the others recover" as claims, judged on two runs per policy;
+/// and the judge says no when plain retries are given a recovering policy's runs.
+#[test]
+fn claims_hold_on_two_runs_and_fail_when_plain_retries_recover() {
+    use retrylab::experiments::capacity::metastability::{claims, summarise_grid, Metastability};
+    use retrylab::experiments::{sweep, Verdict};
+    let experiment = Metastability::new(10).unwrap();
+    let grid = sweep(&experiment, 2021, 2, &|| {}).unwrap();
+    let mut cells = summarise_grid(&experiment.config, &grid);
+    let judged = claims(&cells);
+    assert_eq!(judged.len(), 3);
+    for claim in &judged {
+        assert_eq!(claim.verdict, Verdict::Reproduced, "{claim:?}");
+    }
+    let recovering = cells
+        .iter()
+        .find(|c| c.policy == PolicyKind::NoRetries)
+        .unwrap()
+        .clone();
+    let plain = cells
+        .iter_mut()
+        .find(|c| c.policy == PolicyKind::ThreeRetries)
+        .unwrap();
+    plain.recoveries = recovering.recoveries.clone();
+    plain.goodput_end = recovering.goodput_end;
+    plain.throughput_end = recovering.throughput_end;
+    let judged = claims(&cells);
+    assert_eq!(judged[0].verdict, Verdict::NotReproduced, "{:?}", judged[0]);
+    assert_eq!(judged[1].verdict, Verdict::NotReproduced, "{:?}", judged[1]);
 }

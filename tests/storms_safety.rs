@@ -4,9 +4,9 @@
 mod storms_support;
 
 use retrylab::backoff::{Backoff, Strategy};
+use retrylab::experiments::capacity::world::{simulate, CapacityConfig, CapacityOutcome};
+use retrylab::experiments::client::PolicyKind;
 use retrylab::sim::run_rng;
-use retrylab::storms::capacity::{simulate, CapacityConfig, CapacityOutcome};
-use retrylab::storms::client::PolicyKind;
 
 const EXE: &str = env!("CARGO_BIN_EXE_retry-safety");
 
@@ -62,5 +62,45 @@ fn binary_is_deterministic() {
             &["--timeouts-ms", "100,50"],
             &["--timeouts-ms", "5"],
         ],
+    );
+}
+
+/// "Zero duplicates with a key, duplicates with every strategy without one" as claims, judged on
+/// a reduced grid; the judge says no to one duplicate, and to a zero reached without any
+/// timed-out attempt that executed (a vacuous zero).
+#[test]
+fn claims_hold_on_a_reduced_grid_and_refuse_a_duplicate_or_a_vacuous_zero() {
+    use retrylab::experiments::capacity::safety::{claims, summarise_grid, RetrySafety};
+    use retrylab::experiments::{sweep, Verdict};
+    let experiment = RetrySafety::new(vec![100], 30).unwrap();
+    let grid = sweep(&experiment, 9110, 2, &|| {}).unwrap();
+    let cells = summarise_grid(&grid);
+    let judged = claims(&cells);
+    assert_eq!(judged.len(), 2);
+    for claim in &judged {
+        assert_eq!(claim.verdict, Verdict::Reproduced, "{claim:?}");
+    }
+    let mut one_duplicate = cells.clone();
+    one_duplicate
+        .iter_mut()
+        .find(|c| c.at.key)
+        .unwrap()
+        .duplicate_total = 1;
+    assert_eq!(claims(&one_duplicate)[0].verdict, Verdict::NotReproduced);
+    let mut vacuous = cells.clone();
+    for cell in vacuous.iter_mut().filter(|c| c.at.key) {
+        cell.timed_out_executed.mean = 0.0;
+    }
+    assert_eq!(claims(&vacuous)[0].verdict, Verdict::NotReproduced);
+    let mut one_strategy_clean = cells;
+    for cell in one_strategy_clean
+        .iter_mut()
+        .filter(|c| !c.at.key && c.at.strategy == Strategy::FullJitter)
+    {
+        cell.duplicate_total = 0;
+    }
+    assert_eq!(
+        claims(&one_strategy_clean)[1].verdict,
+        Verdict::NotReproduced
     );
 }

@@ -215,6 +215,22 @@ pub fn run<M: Model>(
     }
 }
 
+/// Runs `model` on a fresh queue of at most `queue_len_max` pending events until it drains; a
+/// run cut short by the event bound is an error, never a result.
+pub fn run_drained<M: Model>(
+    model: &mut M,
+    queue_len_max: usize,
+    rng: &mut ChaCha8Rng,
+    events_max: u64,
+) -> Result<RunStats, String> {
+    let mut queue = EventQueue::new(queue_len_max);
+    let stats = run(model, &mut queue, rng, events_max);
+    if stats.end != RunEnd::Drained {
+        return Err(format!("run did not drain: {:?}", stats.end));
+    }
+    Ok(stats)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

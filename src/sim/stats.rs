@@ -84,6 +84,17 @@ pub fn log_log_slope(points: &[(f64, f64)]) -> f64 {
     covariance / variance
 }
 
+/// The Wilson score interval at 95% of `hits` out of `count` trials (sound at 0 and 1, where a
+/// normal interval collapses to a point).
+pub fn wilson_95(hits: u32, count: u32) -> (f64, f64) {
+    let z = 1.959_964;
+    let n = f64::from(count);
+    let p = f64::from(hits) / n;
+    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+    let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

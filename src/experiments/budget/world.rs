@@ -13,8 +13,8 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 
-use super::client::{full_jitter, Client, PolicyKind};
 use crate::backoff::{AttemptKind, AttemptResult, BackoffState, FailureKind, RetryGate};
+use crate::experiments::client::{full_jitter, Client, PolicyKind};
 use crate::sim::kernel::{ms_to_ns, ns_to_ms, Control, EventQueue, Model, TimeNs};
 
 /// Bounds that keep a run's memory and events finite.
@@ -75,7 +75,7 @@ impl BrookerConfig {
                 self.failure_permille
             ));
         }
-        super::check_leg_ms(self.leg_ms)?;
+        crate::experiments::check_leg_ms(self.leg_ms)?;
         if !(self.duration_ms.is_finite()
             && self.duration_ms > 0.0
             && self.duration_ms <= DURATION_MS_MAX)
@@ -274,7 +274,7 @@ pub fn simulate(
     };
     // Pending events: one arrival per client plus one answer per request in flight; requests in
     // flight are bounded by rate x (attempts x (round trip + cap)), far below this.
-    let stats = super::run_drained(&mut world, 16 * 1024 * 1024, rng, EVENTS_PER_RUN_MAX)?;
+    let stats = crate::sim::run_drained(&mut world, 16 * 1024 * 1024, rng, EVENTS_PER_RUN_MAX)?;
     world.outcome.event_count = stats.event_count;
     Ok(world.outcome)
 }

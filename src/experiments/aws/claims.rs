@@ -4,7 +4,9 @@
 //! disagree with the threshold rather than with a hidden judgement.
 
 use super::sweep::{find_cell, CellSummary};
+use super::world::AwsParams;
 use crate::backoff::Strategy;
+use crate::experiments::claim::{Claim, Verdict};
 use crate::sim::stats::log_log_slope;
 
 /// Multi-point claims are judged from this client count up: below it there is too little
@@ -19,34 +21,6 @@ pub const MUCH_LONGER_RATIO: f64 = 1.2;
 
 /// "O(N^2) growth": a fitted exponent of calls against clients at least this high.
 pub const QUADRATIC_EXPONENT_MIN: f64 = 1.7;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Reproduced,
-    Partly,
-    NotReproduced,
-    /// The grid lacks the cells the claim needs.
-    NotTested,
-}
-
-impl Verdict {
-    pub fn label(&self) -> &'static str {
-        match self {
-            Verdict::Reproduced => "reproduced",
-            Verdict::Partly => "partly reproduced",
-            Verdict::NotReproduced => "not reproduced",
-            Verdict::NotTested => "not tested (grid too small)",
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Claim {
-    pub statement: &'static str,
-    pub criterion: String,
-    pub verdict: Verdict,
-    pub evidence: String,
-}
 
 const NONE: Strategy = Strategy::None;
 const EXPO: Strategy = Strategy::Exponential;
@@ -96,12 +70,7 @@ fn over_contended(
         .filter(|c| c.clients >= CONTENTION_CLIENTS_MIN)
         .collect();
     if contended.is_empty() {
-        return Claim {
-            statement,
-            criterion,
-            verdict: Verdict::NotTested,
-            evidence: String::new(),
-        };
+        return Claim::not_tested(statement, criterion);
     }
     let failing: Vec<u32> = contended
         .iter()
@@ -130,12 +99,7 @@ fn over_contended(
     if last.clients != middle.clients {
         evidence += &format!("; {}", describe(last));
     }
-    Claim {
-        statement,
-        criterion,
-        verdict,
-        evidence,
-    }
+    Claim::new(statement, criterion, verdict, evidence)
 }
 
 fn calls(c: &CellSummary) -> f64 {
@@ -235,18 +199,16 @@ pub fn evaluate(cells: &[CellSummary]) -> Vec<Claim> {
     claims.push(full_vs_decor);
 
     claims.push(match cols.iter().find(|c| c.clients == 100) {
-        None => Claim {
-            statement: "At 100 clients, full jitter cuts calls by more than half against plain exponential.",
-            criterion: "needs the 100-client cells".into(),
-            verdict: Verdict::NotTested,
-            evidence: String::new(),
-        },
+        None => Claim::not_tested(
+            "At 100 clients, full jitter cuts calls by more than half against plain exponential.",
+            "needs the 100-client cells",
+        ),
         Some(c) => {
             let ratio = calls(c.full) / calls(c.expo);
             // Conservative: the upper end of full's interval against the lower end of exponential's.
             let conservative = c.full.calls.high() / c.expo.calls.low();
             Claim {
-                statement: "At 100 clients, full jitter cuts calls by more than half against plain exponential.",
+                statement: "At 100 clients, full jitter cuts calls by more than half against plain exponential.".into(),
                 criterion: "mean calls of full jitter below 0.5x exponential's at 100 clients, also comparing the ends of the 95% intervals".into(),
                 verdict: if conservative < 0.5 {
                     Verdict::Reproduced
@@ -298,12 +260,7 @@ fn growth_claim(cells: &[CellSummary]) -> Claim {
             .map(|c| (f64::from(c.clients), c.calls.mean))
             .collect();
         if points.len() < 3 {
-            return Claim {
-                statement,
-                criterion,
-                verdict: Verdict::NotTested,
-                evidence: String::new(),
-            };
+            return Claim::not_tested(statement, criterion);
         }
         let tail = &points[points.len().saturating_sub(5)..];
         exponents.push((strategy, log_log_slope(&points), log_log_slope(tail)));
@@ -313,7 +270,7 @@ fn growth_claim(cells: &[CellSummary]) -> Claim {
         .filter(|(_, k, _)| *k >= QUADRATIC_EXPONENT_MIN)
         .count();
     Claim {
-        statement,
+        statement: statement.into(),
         criterion,
         verdict: if quadratic == exponents.len() {
             Verdict::Reproduced
@@ -328,4 +285,30 @@ fn growth_claim(cells: &[CellSummary]) -> Claim {
             .collect::<Vec<_>>()
             .join(", "),
     }
+}
+
+/// The critique that decorrelated jitter sticks to the cap about 2/3 of the time, judged on
+/// `draws` consecutive delays of one client ([`super::world::cap_stickiness`]).
+pub fn cap_claim(
+    params: &AwsParams,
+    draws: u32,
+    at_cap_share: f64,
+    stay_share: Option<f64>,
+) -> Claim {
+    let stay = stay_share.map_or("n/a".to_string(), |s| format!("{:.1}%", s * 100.0));
+    Claim::new(
+        "Critique: decorrelated jitter sticks to the cap about 2/3 of the time.",
+        format!("share of delays equal to the cap over {draws} consecutive retries of one client"),
+        if at_cap_share > 0.5 {
+            Verdict::Reproduced
+        } else {
+            Verdict::Partly
+        },
+        format!(
+            "a delay at the cap is followed by another delay exactly at the cap {stay} of the time (theory (3 cap - cap)/(3 cap - base) = {:.1}%), \
+             but only {:.1}% of all delays sit at the cap, because a draw below the cap takes several retries to climb back",
+            (2.0 * params.cap_ms) / (3.0 * params.cap_ms - params.base_ms) * 100.0,
+            at_cap_share * 100.0
+        ),
+    )
 }

@@ -1,32 +1,35 @@
-//! The grid of (strategy, clients, run), run in parallel with a result independent of threads.
+//! The grid of (strategy, clients, run) as an [`Experiment`], and the per-cell summaries.
 
-use rayon::prelude::*;
+use rand_chacha::ChaCha8Rng;
 
-use super::model::{simulate_run, AwsError, AwsParams, RunOutcome, CLIENTS_MAX};
+use super::world::{simulate_run, AwsError, AwsParams, RunOutcome, CLIENTS_MAX};
 use crate::backoff::{Backoff, BackoffError, Strategy};
-use crate::sim::kernel::run_rng;
+use crate::experiments::grid::{sweep, Context, Experiment, Grid, RunAt};
+use crate::experiments::output::Output;
 use crate::sim::stats::{estimate, Estimate};
 
 /// Upper bound on runs per cell (stream ids reserve 24 bits for the run index).
 pub const RUNS_MAX: u32 = 1_000_000;
 
+/// The post's seed (2015) and runs per cell (100).
+pub const SEED_DEFAULT: u64 = 2015;
+pub const RUNS_DEFAULT: u32 = 100;
+
+/// The grid: strategies x client counts, and the world's fixed parameters. Seed and runs per
+/// cell are the sweep's.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SweepConfig {
     pub strategies: Vec<Strategy>,
     pub clients: Vec<u32>,
-    pub runs: u32,
-    pub seed: u64,
     pub params: AwsParams,
 }
 
 impl SweepConfig {
-    /// The post's grid: its five strategies, 10..=190 clients in steps of 10, 100 runs each.
-    pub fn post(seed: u64) -> Self {
+    /// The post's grid: its five strategies, 10..=190 clients in steps of 10.
+    pub fn post() -> Self {
         SweepConfig {
             strategies: Strategy::POST.to_vec(),
             clients: (1..=19).map(|i| i * 10).collect(),
-            runs: 100,
-            seed,
             params: AwsParams::POST,
         }
     }
@@ -42,9 +45,6 @@ impl SweepConfig {
         {
             return Err(SweepError::Aws(AwsError::Clients(bad)));
         }
-        if !(1..=RUNS_MAX).contains(&self.runs) {
-            return Err(SweepError::Runs(self.runs));
-        }
         for &strategy in &self.strategies {
             self.backoff(strategy)?;
         }
@@ -54,11 +54,6 @@ impl SweepConfig {
     fn backoff(&self, strategy: Strategy) -> Result<Backoff, BackoffError> {
         Backoff::new(strategy, self.params.base_ms, self.params.cap_ms)
     }
-
-    /// Number of runs in the whole sweep.
-    pub fn run_count(&self) -> u64 {
-        self.strategies.len() as u64 * self.clients.len() as u64 * u64::from(self.runs)
-    }
 }
 
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -67,6 +62,8 @@ pub enum SweepError {
     Empty,
     #[error("runs must be in 1..={RUNS_MAX}, got {0}")]
     Runs(u32),
+    #[error("{0}")]
+    Run(String),
     #[error(transparent)]
     Backoff(#[from] BackoffError),
     #[error(transparent)]
@@ -102,40 +99,121 @@ pub struct RunRecord {
     pub outcome: RunOutcome,
 }
 
-/// Runs every (strategy, clients, run) on the current rayon pool. Records come back in grid
-/// order (strategy, then clients, then run) whatever the thread count, because each run owns
-/// its generator and `collect` keeps input order. `on_run_done` is called once per run, from
-/// any thread (for a progress bar).
-pub fn run_sweep(
-    config: &SweepConfig,
-    on_run_done: &(dyn Fn() + Sync),
-) -> Result<Vec<RunRecord>, SweepError> {
-    config.validate()?;
-    let mut jobs = Vec::with_capacity(config.run_count() as usize);
-    for &strategy in &config.strategies {
-        let backoff = config.backoff(strategy)?;
-        for &clients in &config.clients {
-            for run_index in 0..config.runs {
-                jobs.push((backoff, clients, run_index));
-            }
-        }
+/// The aws-jitter experiment: the grid, and whether the strategies beyond the post are in it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AwsJitter {
+    pub config: SweepConfig,
+    /// Only the post's five strategies.
+    pub post_only: bool,
+    /// Whether `--clients` was given (the README's command repeats it).
+    pub clients_given: bool,
+}
+
+impl AwsJitter {
+    pub fn new(config: SweepConfig) -> Result<Self, SweepError> {
+        config.validate()?;
+        Ok(AwsJitter {
+            config,
+            post_only: true,
+            clients_given: false,
+        })
     }
-    jobs.par_iter()
-        .with_max_len(1)
-        .map(|&(backoff, clients, run_index)| {
-            let stream = stream_id(backoff.strategy(), clients, run_index);
-            let mut rng = run_rng(config.seed, stream);
-            let outcome = simulate_run(backoff, clients, &config.params, &mut rng)?;
-            on_run_done();
-            Ok(RunRecord {
+}
+
+impl Experiment for AwsJitter {
+    type Cell = (Backoff, u32);
+    type Run = RunOutcome;
+
+    fn name(&self) -> &'static str {
+        "aws-jitter"
+    }
+
+    fn cells(&self) -> Vec<(Backoff, u32)> {
+        let mut cells = Vec::new();
+        for &strategy in &self.config.strategies {
+            // Validated in `new`.
+            let backoff = self.config.backoff(strategy).expect("a validated strategy");
+            cells.extend(
+                self.config
+                    .clients
+                    .iter()
+                    .map(|&clients| (backoff, clients)),
+            );
+        }
+        cells
+    }
+
+    fn stream(&self, &(backoff, clients): &(Backoff, u32), at: RunAt) -> u64 {
+        stream_id(backoff.strategy(), clients, at.run_index)
+    }
+
+    fn run(
+        &self,
+        &(backoff, clients): &(Backoff, u32),
+        rng: &mut ChaCha8Rng,
+    ) -> Result<RunOutcome, String> {
+        simulate_run(backoff, clients, &self.config.params, rng).map_err(|e| e.to_string())
+    }
+
+    fn event_count(run: &RunOutcome) -> u64 {
+        run.event_count
+    }
+
+    fn flags(&self) -> Vec<String> {
+        let mut flags = Vec::new();
+        if self.clients_given {
+            let list: Vec<String> = self.config.clients.iter().map(u32::to_string).collect();
+            flags.push(format!("--clients {}", list.join(",")));
+        }
+        if self.post_only {
+            flags.push("--post-only".into());
+        }
+        flags
+    }
+
+    fn report(
+        &self,
+        grid: &Grid<(Backoff, u32), RunOutcome>,
+        context: &Context,
+    ) -> Result<Output, String> {
+        super::report::report(self, &records(grid), context)
+    }
+}
+
+/// Every run as a record, in grid order.
+pub fn records(grid: &Grid<(Backoff, u32), RunOutcome>) -> Vec<RunRecord> {
+    let mut records = Vec::new();
+    for cell in &grid.cells {
+        let (backoff, clients) = cell.cell;
+        for (run_index, outcome) in cell.runs.iter().enumerate() {
+            let run_index = run_index as u32;
+            records.push(RunRecord {
                 strategy: backoff.strategy(),
                 clients,
                 run_index,
-                stream,
-                outcome,
-            })
-        })
-        .collect()
+                stream: stream_id(backoff.strategy(), clients, run_index),
+                outcome: *outcome,
+            });
+        }
+    }
+    records
+}
+
+/// Runs every (strategy, clients, run) of `config` on the current rayon pool, `runs` per cell,
+/// and returns the records in grid order (strategy, then clients, then run) whatever the thread
+/// count. `on_run_done` is called once per run, from any thread (for a progress bar).
+pub fn run_sweep(
+    config: &SweepConfig,
+    seed: u64,
+    runs: u32,
+    on_run_done: &(dyn Fn() + Sync),
+) -> Result<Vec<RunRecord>, SweepError> {
+    if !(1..=RUNS_MAX).contains(&runs) {
+        return Err(SweepError::Runs(runs));
+    }
+    let experiment = AwsJitter::new(config.clone())?;
+    let grid = sweep(&experiment, seed, runs, on_run_done).map_err(SweepError::Run)?;
+    Ok(records(&grid))
 }
 
 /// Summary of the runs of one (strategy, clients) cell.

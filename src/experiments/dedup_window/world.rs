@@ -1,4 +1,4 @@
-//! The dedup-window experiment (DOMAIN.md section 5): how often one event takes effect twice when its producer
+//! The dedup-window world (DOMAIN.md section 5): how often one event takes effect twice when its producer
 //! publishes it again after a delay, for each place the dedup can live.
 //!
 //! One run is one event. The producer publishes it; then it publishes it again after a delay `D` (its publish
@@ -13,8 +13,9 @@
 //! The outcome is whether the event took effect at least twice. Everything is drawn from one ChaCha8 stream per
 //! run, `run_rng(seed, stream)`, so a cell's estimate depends only on the seed.
 
-use super::kernel::run_rng;
 use crate::protocol::queue::{self, DedupKey, Inbox, OnDelivery, ProducerDedup};
+use crate::sim::kernel::run_rng;
+use crate::sim::stats::wilson_95;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -88,10 +89,12 @@ impl Place {
     }
 }
 
+/// The seed and runs per cell of the committed results.
+pub const SEED_DEFAULT: u64 = 5;
+pub const RUNS_DEFAULT: u32 = 4000;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
-    pub seed: u64,
-    pub runs: u32,
     /// The broker's dedup window (SQS FIFO: 300 s; NATS JetStream default: 120 s).
     pub window_ms: f64,
     /// Nominal republish delays relative to the window, ascending.
@@ -112,8 +115,6 @@ impl Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            seed: 5,
-            runs: 4000,
             window_ms: 300_000.0,
             ratios: Config::default_ratios(),
             crash_probability: 0.05,
@@ -142,12 +143,7 @@ impl Cell {
 
     /// The Wilson score interval at 95% (sound at 0 and 1, where a normal interval collapses to a point).
     pub fn wilson_95(&self) -> (f64, f64) {
-        let z = 1.959_964;
-        let n = f64::from(self.runs);
-        let p = self.probability();
-        let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
-        let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
-        ((centre - half).max(0.0), (centre + half).min(1.0))
+        wilson_95(self.duplicates, self.runs)
     }
 }
 
@@ -260,34 +256,62 @@ pub fn run_once(
     (consumer.effects >= 2, forwarded)
 }
 
-/// Every cell, in (cause, place, ratio) order. Cell `i`'s runs use streams `i * runs ..`, so every run has its
-/// own stream and no result depends on evaluation order.
-pub fn sweep(config: &Config) -> Vec<Cell> {
+/// A cell of the grid: why the copy is published, where the dedup lives, the nominal delay.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct At {
+    pub cause: Cause,
+    pub place: Place,
+    pub ratio: f64,
+}
+
+/// The cells in (cause, place, ratio) order.
+pub fn cells(config: &Config) -> Vec<At> {
     let mut cells = Vec::new();
-    let mut index: u64 = 0;
     for cause in Cause::ALL {
         for place in Place::ALL {
             for &ratio in &config.ratios {
-                let mut duplicates = 0;
-                let mut copies_forwarded = 0;
-                for run in 0..config.runs {
-                    let stream = index * u64::from(config.runs) + u64::from(run);
-                    let mut rng = run_rng(config.seed, stream);
-                    let (duplicate, forwarded) = run_once(cause, place, ratio, config, &mut rng);
-                    duplicates += u32::from(duplicate);
-                    copies_forwarded += u32::from(forwarded);
-                }
-                cells.push(Cell {
+                cells.push(At {
                     cause,
                     place,
                     ratio,
-                    runs: config.runs,
-                    duplicates,
-                    copies_forwarded,
                 });
-                index += 1;
             }
         }
     }
     cells
+}
+
+/// Cell `i`'s runs use streams `i * runs ..`, so every run has its own stream.
+pub fn stream(cell_index: usize, runs_per_cell: u32, run_index: u32) -> u64 {
+    cell_index as u64 * u64::from(runs_per_cell) + u64::from(run_index)
+}
+
+/// A cell's count from its runs' (duplicate, forwarded) outcomes.
+pub fn count(at: At, runs: &[(bool, bool)]) -> Cell {
+    Cell {
+        cause: at.cause,
+        place: at.place,
+        ratio: at.ratio,
+        runs: runs.len() as u32,
+        duplicates: runs.iter().filter(|run| run.0).count() as u32,
+        copies_forwarded: runs.iter().filter(|run| run.1).count() as u32,
+    }
+}
+
+/// Every cell, `runs` each, sequentially (the experiment runs them in parallel, with the same
+/// result).
+pub fn sweep(config: &Config, seed: u64, runs: u32) -> Vec<Cell> {
+    cells(config)
+        .into_iter()
+        .enumerate()
+        .map(|(index, at)| {
+            let outcomes: Vec<(bool, bool)> = (0..runs)
+                .map(|run| {
+                    let mut rng = run_rng(seed, stream(index, runs, run));
+                    run_once(at.cause, at.place, at.ratio, config, &mut rng)
+                })
+                .collect();
+            count(at, &outcomes)
+        })
+        .collect()
 }

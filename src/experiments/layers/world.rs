@@ -81,7 +81,7 @@ impl LayerConfig {
                 self.attempts_per_layer
             ));
         }
-        super::check_leg_ms(self.leg_ms)?;
+        crate::experiments::check_leg_ms(self.leg_ms)?;
         Ok(())
     }
 }
@@ -236,7 +236,7 @@ pub fn simulate_call(config: &LayerConfig, rng: &mut ChaCha8Rng) -> Result<Layer
     };
     // At most one pending event per frame that waits on its callee; every frame handles a
     // bounded number of events, so the run drains.
-    let stats = super::run_drained(&mut chain, FRAMES_MAX, rng, u64::MAX)?;
+    let stats = crate::sim::run_drained(&mut chain, FRAMES_MAX, rng, u64::MAX)?;
     let give_up_ns = chain
         .give_up_ns
         .ok_or("the user never received an answer")?;

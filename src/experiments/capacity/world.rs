@@ -16,8 +16,8 @@ use std::collections::VecDeque;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp};
 
-use super::client::{Client, PolicyKind};
 use crate::backoff::{AttemptKind, AttemptResult, Backoff, BackoffState, FailureKind, RetryGate};
+use crate::experiments::client::{Client, PolicyKind};
 use crate::protocol::{decide, Decision, RecordState};
 use crate::sim::kernel::{ms_to_ns, ns_to_ms, Control, EventQueue, Model, TimeNs};
 
@@ -113,7 +113,7 @@ impl CapacityConfig {
         positive("timeout_ms", self.timeout_ms, 600_000.0)?;
         positive("duration_ms", self.duration_ms, DURATION_MS_MAX)?;
         positive("bin_ms", self.bin_ms, self.duration_ms)?;
-        super::check_leg_ms(self.leg_ms)?;
+        crate::experiments::check_leg_ms(self.leg_ms)?;
         if !(self.trigger_start_ms >= 0.0
             && self.trigger_ms >= 0.0
             && self.trigger_end_ms() <= self.duration_ms)
@@ -494,7 +494,7 @@ pub fn simulate(
             event_count: 0,
         },
     };
-    let stats = super::run_drained(&mut world, 64 * 1024 * 1024, rng, EVENTS_PER_RUN_MAX)?;
+    let stats = crate::sim::run_drained(&mut world, 64 * 1024 * 1024, rng, EVENTS_PER_RUN_MAX)?;
     world.outcome.event_count = stats.event_count;
     Ok(world.outcome)
 }

@@ -1,0 +1,119 @@
+//! A claim an experiment makes about its world, judged on the experiment's own data: the
+//! statement, the criterion that turns its vague words into thresholds, the verdict and the
+//! numbers behind it. A reader can then disagree with a threshold rather than with a hidden
+//! judgement, and a test can assert the verdict.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Reproduced,
+    #[serde(rename = "partly-reproduced")]
+    Partly,
+    NotReproduced,
+    /// The grid lacks the cells the claim needs.
+    NotTested,
+}
+
+impl Verdict {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::Reproduced => "reproduced",
+            Verdict::Partly => "partly reproduced",
+            Verdict::NotReproduced => "not reproduced",
+            Verdict::NotTested => "not tested (grid too small)",
+        }
+    }
+
+    /// Reproduced when `holds`, not reproduced otherwise.
+    pub fn of(holds: bool) -> Verdict {
+        if holds {
+            Verdict::Reproduced
+        } else {
+            Verdict::NotReproduced
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Claim {
+    pub statement: String,
+    pub verdict: Verdict,
+    pub criterion: String,
+    pub evidence: String,
+}
+
+impl Claim {
+    pub fn new(
+        statement: impl Into<String>,
+        criterion: impl Into<String>,
+        verdict: Verdict,
+        evidence: impl Into<String>,
+    ) -> Self {
+        Claim {
+            statement: statement.into(),
+            verdict,
+            criterion: criterion.into(),
+            evidence: evidence.into(),
+        }
+    }
+
+    /// A claim whose cells are not in the grid.
+    pub fn not_tested(statement: impl Into<String>, criterion: impl Into<String>) -> Self {
+        Claim::new(statement, criterion, Verdict::NotTested, "")
+    }
+}
+
+/// The verdict of the claim whose statement starts with `prefix` (for tests and the index).
+pub fn verdict_of(claims: &[Claim], prefix: &str) -> Option<Verdict> {
+    claims
+        .iter()
+        .find(|claim| claim.statement.starts_with(prefix))
+        .map(|claim| claim.verdict)
+}
+
+/// A Markdown cell: no line breaks, no unescaped column separator.
+fn cell(text: &str) -> String {
+    text.replace('\n', " ").replace('|', "\\|")
+}
+
+/// The claims as a Markdown table (claim, verdict, criterion, evidence).
+pub fn markdown_table(claims: &[Claim]) -> String {
+    let mut table = String::from("| claim | verdict | criterion | evidence |\n|---|---|---|---|\n");
+    for claim in claims {
+        table += &format!(
+            "| {} | **{}** | {} | {} |\n",
+            cell(&claim.statement),
+            claim.verdict.label(),
+            cell(&claim.criterion),
+            cell(&claim.evidence)
+        );
+    }
+    table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claims_round_trip_through_csv_and_render_as_a_table() {
+        let claims = vec![
+            Claim::new("A | B.", "x >= 1", Verdict::Reproduced, "x = 2, y = 3"),
+            Claim::not_tested("C.", "needs the 100-client cells"),
+        ];
+        let text = super::super::table::csv_text(&claims).unwrap();
+        assert!(text.starts_with("statement,verdict,criterion,evidence\n"));
+        assert!(text.contains(",reproduced,") && text.contains(",not-tested,"));
+        let read: Vec<Claim> = csv::Reader::from_reader(text.as_bytes())
+            .deserialize()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(read, claims);
+        let table = markdown_table(&claims);
+        assert!(table.contains("| A \\| B. | **reproduced** |"), "{table}");
+        assert_eq!(verdict_of(&claims, "C"), Some(Verdict::NotTested));
+        assert_eq!(verdict_of(&claims, "D"), None);
+    }
+}
