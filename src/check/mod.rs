@@ -17,6 +17,7 @@ mod property;
 mod report;
 mod trace;
 mod verdicts;
+mod view;
 mod visited;
 mod walk;
 
@@ -30,6 +31,7 @@ pub use path::{rebuild_path, rebuild_path_reduced, timeline, Run, TimelineStep};
 pub use property::{Kind, Property};
 pub use report::{compare, Comparison, Expected, Method, PropertyReport, Report};
 pub use trace::{Trace, TraceError, TRACE_FORMAT, TRACE_VERSION};
+pub use view::{Panel, Row, StateView};
 pub use walk::{walk_seed, Seeds, WalkResult};
 
 use serde::{Deserialize, Serialize};
