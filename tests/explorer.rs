@@ -102,9 +102,10 @@ fn start_explore(traces: &Path) -> (Killed, String) {
     let stdout = child.stdout.take().expect("piped stdout");
     let guard = Killed(child);
     let mut first = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut first)
-        .expect("a first line");
+    let mut reader = BufReader::new(stdout);
+    reader.read_line(&mut first).expect("a first line");
+    // Keep the pipe open and drained for as long as the server runs.
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
     let url = first
         .trim()
         .strip_prefix("listening on ")
@@ -179,6 +180,8 @@ async fn screenshot(client: &Client, name: &str) {
     let Ok(folder) = std::env::var("RETRYLAB_SCREENSHOTS") else {
         return;
     };
+    // Clicks scroll the page to what they clicked: show the page from its top, as a reader opens it.
+    eval(client, "window.scrollTo(0, 0); return null;", vec![]).await;
     let png = client.screenshot().await.expect("a screenshot");
     std::fs::write(Path::new(&folder).join(name), png).expect("the screenshot is written");
 }

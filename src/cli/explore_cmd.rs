@@ -52,7 +52,9 @@ async fn serve(address: SocketAddr, session: Arc<Session>) -> i32 {
     };
     let bound = listener.local_addr().unwrap_or(address);
     outln!("listening on http://{bound}/");
-    outln!("exploring {} by hand; stop with Ctrl-C", session.model.path);
+    // The one stdout line (a reader that takes it and closes the pipe must not stop the server: a write to a
+    // closed stdout ends the command); the rest is for people, on stderr.
+    errln!("exploring {} by hand; stop with Ctrl-C", session.model.path);
     match axum::serve(listener, router(session)).await {
         Ok(()) => super::EXIT_OK,
         Err(error) => {

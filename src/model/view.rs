@@ -155,7 +155,7 @@ where
             for op in 0..self.clients.operations.len() as u8 {
                 let op = OpRef { client, op };
                 let effects = state.effects_of(op);
-                let marker = if effects > 1 { "  (DUPLICATE)" } else { "" };
+                let marker = if effects > 1 { " (DUPLICATE)" } else { "" };
                 let first = match state.first_success.get(&op) {
                     Some(payload) => response_text(201, *payload).replacen("201", "sent", 1),
                     None => "none sent".to_string(),
