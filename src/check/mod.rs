@@ -18,6 +18,7 @@ mod property;
 mod report;
 mod trace;
 mod verdicts;
+mod view;
 mod visited;
 mod walk;
 
@@ -34,6 +35,7 @@ pub use por::Por;
 pub use property::{Kind, Property};
 pub use report::{compare, Comparison, Expected, Method, PropertyReport, Report};
 pub use trace::{Trace, TraceError, TRACE_FORMAT, TRACE_VERSION};
+pub use view::{Panel, Row, StateView};
 pub use walk::{walk_seed, Seeds, WalkResult};
 
 use serde::{Deserialize, Serialize};

@@ -125,6 +125,12 @@ pub trait Model: Sized + Sync {
         format!("{action:?}")
     }
 
+    /// The state as panels of titled rows, for the trace explorer (the HTML report, `retrylab explore`). The
+    /// default shows the state's debug form; a model with its own view gets panels compared step by step.
+    fn view(&self, state: &Self::State) -> super::StateView {
+        super::StateView::debug(state)
+    }
+
     /// Swarm testing for random walks: a variant of the model drawn from the walk's generator (for example
     /// with every fault budget between zero and the declared one), walked instead of the model itself. Its
     /// paths must be paths of the model too. `None`: walk the model as it is.

@@ -40,7 +40,15 @@ pub fn run(args: &CheckArgs) -> i32 {
         }
     }
     if let Some(path) = &args.report {
-        if let Err(message) = retrylab::report::write_report(path, &report_entries) {
+        let is_html = path
+            .extension()
+            .is_some_and(|extension| extension == "html");
+        let written = if is_html {
+            retrylab::report::write_html_report(path, &report_entries)
+        } else {
+            retrylab::report::write_report(path, &report_entries)
+        };
+        if let Err(message) = written {
             errln!("error: {message}");
             return super::EXIT_BAD_INPUT;
         }

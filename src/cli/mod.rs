@@ -22,6 +22,8 @@ macro_rules! outln {
 }
 
 mod check_cmd;
+mod explore_cmd;
+mod explore_server;
 mod json;
 mod merge_cmd;
 mod names;
@@ -61,6 +63,22 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Combine the `--json` outputs of `simulate --shard K/N` runs into one result per model.
     Merge(MergeArgs),
+    /// Walk a model by hand in the browser: a page on loopback showing the state, the enabled actions, back,
+    /// and saving the path as a trace `replay` accepts.
+    Explore(ExploreArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ExploreArgs {
+    /// A model file.
+    pub model: PathBuf,
+    /// Where to serve: a loopback address and port (127.0.0.0/8 or ::1); port 0 picks a free one. The address
+    /// is the first line printed.
+    #[arg(long, default_value = "127.0.0.1:8470", value_name = "ADDR:PORT")]
+    pub listen: String,
+    /// Folder the page's "Save trace" writes to (`<model>.by-hand.json`).
+    #[arg(long, default_value = "target/retrylab/traces")]
+    pub traces: PathBuf,
 }
 
 #[derive(clap::Args, Debug)]
@@ -85,7 +103,8 @@ pub struct CheckArgs {
     #[arg(long, short = 'v')]
     pub verbose: bool,
     /// Also write the verdict matrix (Markdown with Mermaid diagrams) to FILE, and each counterexample as an SVG
-    /// in a folder beside it named after FILE.
+    /// in a folder beside it named after FILE. A FILE ending in .html is the trace explorer instead: an index and
+    /// one self-contained page per violation in that folder (a step slider, the state after each step).
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// Override every model's limits.max-states.
@@ -223,7 +242,7 @@ pub fn run(cli: Cli) -> i32 {
     let threads = match &cli.command {
         Command::Check(args) => args.threads,
         Command::Simulate(args) => args.threads,
-        Command::Replay(_) | Command::Merge(_) => None,
+        Command::Replay(_) | Command::Merge(_) | Command::Explore(_) => None,
     };
     if let Some(threads) = threads {
         if let Err(message) = check_threads(threads) {
@@ -261,5 +280,6 @@ pub fn run(cli: Cli) -> i32 {
         Command::Simulate(args) => simulate_cmd::run(&args),
         Command::Replay(args) => replay_cmd::run(&args),
         Command::Merge(args) => merge_cmd::run(&args),
+        Command::Explore(args) => explore_cmd::run(&args),
     })
 }

@@ -430,4 +430,90 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
     ) -> String {
         self.describe(before, action, obs)
     }
+
+    /// The explorer's panels: committed rows, effects, key-value entries, charges, then the moving parts.
+    fn view(&self, state: &HandlerState) -> check::StateView {
+        use check::Row;
+        let op = |ghost: u16| format!("C{}.op{}", ghost / 16 + 1, ghost % 16 + 1);
+        let store = &state.store;
+        let mut rows: Vec<Row> = (store.rows.iter())
+            .map(|((table, key), value)| Row::new(format!("{table}[{key}]"), value))
+            .collect();
+        rows.extend(store.kv.iter().map(|(key, (value, expiry))| {
+            Row::new(
+                format!("kv {key}"),
+                format!("{value} (expires at {expiry:?} ms)"),
+            )
+        }));
+        rows.push(Row::new(
+            "clock",
+            format!("{} ms, writer {:?}", store.now_ms, store.writer),
+        ));
+        let effects = (store.effects.iter().enumerate())
+            .map(|(n, (table, value, ghost))| {
+                Row::new(
+                    format!("{table} #{}", n + 1),
+                    format!("{value}, for {}", op(*ghost)),
+                )
+            })
+            .chain(store.charges.iter().enumerate().map(|(n, (key, ghost))| {
+                Row::new(
+                    format!("provider charge #{}", n + 1),
+                    format!("for {}, key {key:?}", op(*ghost)),
+                )
+            }));
+        let network = (state.network.iter()).map(|(message, copies)| {
+            Row::new(format!("{message:?}"), format!("{copies} copy(ies)"))
+        });
+        let procs = state.procs.iter().enumerate().map(|(n, job)| {
+            let text = job.as_ref().map_or("idle".to_string(), |job| {
+                let open = if job.txn.is_some() {
+                    ", transaction open"
+                } else {
+                    ""
+                };
+                format!(
+                    "{} attempt {}, {} calls answered{open}; next: {:?}",
+                    op(job.from.ghost()),
+                    job.attempt,
+                    job.answered.len(),
+                    job.next
+                )
+            });
+            Row::new(format!("P{}", n + 1), text)
+        });
+        let clients = state.clients.iter().enumerate().map(|(n, client)| {
+            Row::new(
+                format!("C{}", n + 1),
+                format!(
+                    "op{} attempt {}, {:?}; told {:?}",
+                    client.op + 1,
+                    client.attempts,
+                    client.phase,
+                    client.outcomes
+                ),
+            )
+        });
+        let names = [
+            "drop-requests",
+            "drop-responses",
+            "duplicate-requests",
+            "crashes",
+            "early-timeouts",
+            "pauses",
+            "call-failures",
+        ];
+        let budgets = names
+            .iter()
+            .zip(state.budgets)
+            .map(|(name, left)| Row::new(*name, format!("{left} left")));
+        let mut view = check::StateView::default();
+        view.panel("Store", rows)
+            .panel("Effects and provider charges", effects.collect())
+            .panel("Network (in flight)", network.collect())
+            .panel("Processes", procs.collect())
+            .panel("Clients", clients.collect())
+            .panel("Fault budgets left", budgets.collect());
+        view
+    }
 }

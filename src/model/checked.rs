@@ -137,6 +137,10 @@ impl<S: Server> check::Model for WorldOf<S> {
         S::describe(self, &transition).line()
     }
 
+    fn view(&self, state: &State) -> check::StateView {
+        S::view(self, state)
+    }
+
     /// Swarm testing: every fault budget drawn between zero and the model's.
     fn swarm(&self, rng: &mut ChaCha8Rng) -> Option<Self> {
         let mut budgets = self.faults.as_array();
@@ -168,6 +172,10 @@ impl check::Model for World {
 
     fn describe_step(&self, before: &State, action: &Action, after: &State, obs: Events) -> String {
         dispatch!(self, world => check::Model::describe_step(world, before, action, after, obs))
+    }
+
+    fn view(&self, state: &State) -> check::StateView {
+        dispatch!(self, world => check::Model::view(world, state))
     }
 
     fn swarm(&self, rng: &mut ChaCha8Rng) -> Option<Self> {

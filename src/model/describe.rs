@@ -50,7 +50,7 @@ impl HttpWorld {
         )
     }
 
-    fn message_name(&self, message: &Message) -> String {
+    pub(super) fn message_name(&self, message: &Message) -> String {
         match message {
             Message::Request(request) => format!("request {}", self.request_name(request)),
             Message::Response(response) => format!("response {}", response_name(response)),

@@ -19,7 +19,7 @@ impl QueueWorld {
         }
     }
 
-    fn delivery_name(&self, request: &Request) -> String {
+    pub(super) fn delivery_name(&self, request: &Request) -> String {
         if request.copy == 0 {
             format!(
                 "{} delivery {}",

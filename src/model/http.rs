@@ -82,6 +82,10 @@ impl Server for Http {
         state.procs[proc as usize] = Proc::Busy(job);
     }
 
+    fn view(world: &HttpWorld, state: &State) -> crate::check::StateView {
+        world.state_view(state)
+    }
+
     fn describe(world: &HttpWorld, transition: &Transition) -> DescribedStep {
         world.describe_http(transition)
     }

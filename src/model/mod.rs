@@ -25,6 +25,7 @@ mod sorted_map;
 mod state;
 mod step;
 mod symmetry;
+mod view;
 mod world;
 
 /// The protocol's knobs, where worlds are configured (they live in `crate::protocol`).

@@ -125,6 +125,10 @@ impl Server for Queue {
         world.republish(state, client, late, restarted, events);
     }
 
+    fn view(world: &QueueWorld, state: &State) -> crate::check::StateView {
+        world.state_view(state)
+    }
+
     fn describe(world: &QueueWorld, transition: &Transition) -> DescribedStep {
         world.describe_queue(transition)
     }

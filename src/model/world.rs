@@ -58,6 +58,9 @@ pub trait Server: Clone + Debug + PartialEq + Eq + Send + Sync + Sized {
 
     /// One line for people: what a transition did.
     fn describe(world: &WorldOf<Self>, transition: &Transition) -> DescribedStep;
+
+    /// The state as the trace explorer shows it (`view.rs`: the shared panels in the role's names).
+    fn view(world: &WorldOf<Self>, state: &State) -> crate::check::StateView;
 }
 
 /// One transition, for its description: `action`, taken in `before`, led to `after` with `events`.

@@ -2,15 +2,23 @@
 //! every counterexample as a Mermaid sequence diagram, plus the same diagrams as SVG files in a folder named after
 //! the report (`results/verdicts.md` -> `results/verdicts/<model>.<property>.svg`).
 //!
+//! With `--report FILE.html` it is the trace explorer instead (`html_report.rs`): an index and one page per
+//! violation with a step slider and the state after each step.
+//!
 //! Apart from the time column the output is a function of the model files, so it can be committed and compared
 //! with a fresh run (`tests/report.rs`).
 
 mod diagram;
+mod explored;
+pub mod html;
+mod html_report;
 mod markdown;
 mod mermaid;
 mod svg;
 
 pub use diagram::{diagram, Diagram, Item, Lane, Shape};
+pub use explored::{explore_path, ExploredPath, ExploredStep, PROPERTIES_PANEL};
+pub use html_report::write_html_report;
 pub use markdown::TIME_HEADER;
 
 use crate::atomic::write_atomic;
@@ -63,31 +71,8 @@ pub fn write_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<PathBuf
         let stem = &entry.stem;
         let mut drawn = Vec::new();
         for (found, actions) in entry.report.counterexamples() {
-            let property = Property::by_name(&found.name).expect("the world's own property");
-            let world = &entry.model.world;
-            let run = timeline(world, actions).map_err(|step| {
-                format!(
-                    "internal error: the counterexample for {} in {} diverges at step {step}",
-                    property.name(),
-                    entry.model.path
-                )
-            })?;
-            let steps = world.described_steps(&run);
-            let mut picture = diagram(&steps);
-            if property.kind() == PropertyKind::Eventually {
-                // A liveness counterexample ends where only faults could happen next: say so on its last step,
-                // naming what stays unresolved.
-                let culprit = world
-                    .liveness_culprit(property, run.last_state())
-                    .map_or(", and".to_string(), |culprit| format!(" and {culprit}, so"));
-                if let Some(last) = picture.items.last_mut() {
-                    last.violations.push(format!(
-                        "{}: only faults can happen from here on{culprit} the property fails: {}",
-                        property.name(),
-                        property.description()
-                    ));
-                }
-            }
+            let (property, picture) = counterexample_picture(entry, &found.name, actions)?;
+            let steps = &picture.items;
             let file_name = format!("{stem}.{}.svg", property.name());
             let title = format!(
                 "{}: {} violated ({} steps)",
@@ -121,6 +106,40 @@ pub fn write_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<PathBuf
         .map_err(|error| format!("cannot write {}: {error}", report_path.display()))?;
     written.push(report_path.to_path_buf());
     Ok(written)
+}
+
+/// A counterexample of `entry` for property `name` as a diagram; a liveness counterexample's last step says
+/// what stays unresolved.
+fn counterexample_picture(
+    entry: &Entry,
+    name: &str,
+    actions: &[crate::model::Action],
+) -> Result<(Property, Diagram), String> {
+    let property = Property::by_name(name).expect("the world's own property");
+    let world = &entry.model.world;
+    let run = timeline(world, actions).map_err(|step| {
+        format!(
+            "internal error: the counterexample for {} in {} diverges at step {step}",
+            property.name(),
+            entry.model.path
+        )
+    })?;
+    let mut picture = diagram(&world.described_steps(&run));
+    if property.kind() == PropertyKind::Eventually {
+        // A liveness counterexample ends where only faults could happen next: say so on its last step,
+        // naming what stays unresolved.
+        let culprit = world
+            .liveness_culprit(property, run.last_state())
+            .map_or(", and".to_string(), |culprit| format!(" and {culprit}, so"));
+        if let Some(last) = picture.items.last_mut() {
+            last.violations.push(format!(
+                "{}: only faults can happen from here on{culprit} the property fails: {}",
+                property.name(),
+                property.description()
+            ));
+        }
+    }
+    Ok((property, picture))
 }
 
 /// Only `*.svg` files directly in the report's own folder, and only those this run did not write.

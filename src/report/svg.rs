@@ -29,7 +29,8 @@ fn text_width_px(lines: &[String]) -> i64 {
     (chars as i64 * CHAR_TENTHS_PX + 9) / 10
 }
 
-fn escape(text: &str) -> String {
+/// Text for XML (and HTML) content and attribute values.
+pub(super) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for character in text.chars() {
         match character {

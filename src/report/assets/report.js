@@ -1,0 +1,26 @@
+// The HTML report's page: a slider and a step list over the counterexample embedded in the page.
+"use strict";
+
+const data = JSON.parse(document.getElementById("data").textContent);
+const slider = document.getElementById("slider");
+const last = data.path.steps.length;
+slider.max = String(last);
+
+function show(n) {
+  const current = Math.max(0, Math.min(last, n));
+  slider.value = String(current);
+  document.getElementById("position").textContent = "step " + current + " of " + last;
+  showState(data.path, current, show);
+  history.replaceState(null, "", "#step-" + current);
+}
+
+slider.addEventListener("input", () => show(Number(slider.value)));
+document.getElementById("prev").addEventListener("click", () => show(Number(slider.value) - 1));
+document.getElementById("next").addEventListener("click", () => show(Number(slider.value) + 1));
+document.addEventListener("keydown", (event) => {
+  if (event.target === slider) return; // the slider moves itself
+  if (event.key === "ArrowLeft") show(Number(slider.value) - 1);
+  if (event.key === "ArrowRight") show(Number(slider.value) + 1);
+});
+const fromHash = /^#step-(\d+)$/.exec(location.hash);
+show(fromHash ? Number(fromHash[1]) : last);
