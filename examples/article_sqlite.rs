@@ -1,8 +1,9 @@
 //! The article's run against real SQLite: `cargo run --release --example article_sqlite`.
 //!
-//! Five parallel requests with one key, a repeat, a changed body; prints what the article prints.
+//! Five parallel requests with one key, a repeat, a changed body; prints what the article prints. The handler is
+//! the library's (`retrylab::handler::designs::Article`), the one the model checker explores.
 
-use retrylab::protocol::ProtocolConfig;
+use retrylab::handler::designs::ArticleKnobs;
 use retrylab::real::article::run_article;
 use std::process::ExitCode;
 
@@ -15,7 +16,7 @@ fn main() -> ExitCode {
         }
     };
     let db_path = folder.path().join("idem.db");
-    match run_article(&db_path, ProtocolConfig::ARTICLE) {
+    match run_article(&db_path, ArticleKnobs::ARTICLE) {
         Ok(run) => {
             println!("{:?}", run.parallel_codes);
             println!("({}, {})", run.repeat.status, run.repeat.body);

@@ -1,12 +1,13 @@
-//! Drive a saved model trace against real code:
+//! Drive a saved model trace against real code (the library's article handler with the model's knobs):
 //! `cargo run --release --example drive_trace -- TRACE.json [--store sqlite|memory]`.
 //!
 //! Prints what every step called on the real store and where the real store's first duplicate payment appeared,
 //! next to the model's. Exit codes: 0 real code and model agreed, 1 they diverged, 2 bad input.
 
+use retrylab::handler::lockstep::SqliteBackend;
 use retrylab::model::Action;
 use retrylab::real::drive::{DriveError, DriveReport, Driver};
-use retrylab::real::{KeyStore, MemoryStore, SqliteStore, StdLock, Tables};
+use retrylab::real::{MemoryBackend, StdLock, Tables};
 use retrylab::spec;
 use std::process::ExitCode;
 
@@ -35,19 +36,17 @@ fn main() -> ExitCode {
     };
     let actions: Vec<Action> = trace.steps.iter().map(|step| step.action).collect();
     if let Some(reason) = retrylab::real::drive::unsupported(&model.world) {
-        return bad_input(&format!("drive_trace: the real stores lack {reason}"));
+        return bad_input(&format!(
+            "drive_trace: the article's handler lacks {reason}"
+        ));
     }
     let world = model
         .world
         .http()
         .expect("an HTTP world: unsupported() said so");
     let result = if store == "memory" {
-        let memory = MemoryStore::<StdLock<Tables>>::new(world.server().protocol());
-        Driver::new(
-            world,
-            vec![&memory as &dyn KeyStore; world.processes() as usize],
-        )
-        .drive_all(&actions)
+        let memory = MemoryBackend::<StdLock<Tables>>::new();
+        Driver::new(world, &memory).and_then(|driver| driver.drive_all(&actions))
     } else {
         drive_sqlite(world, &actions)
     };
@@ -77,19 +76,11 @@ fn drive_sqlite(
     world: &retrylab::model::HttpWorld,
     actions: &[Action],
 ) -> Result<DriveReport, DriveError> {
-    let folder = tempfile::tempdir().map_err(|e| store_error(e.into()))?;
-    let path = folder.path().join("idem.db");
-    SqliteStore::create(&path, world.server().protocol()).map_err(store_error)?;
-    let connections = (0..world.processes())
-        .map(|_| SqliteStore::open(&path, world.server().protocol()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(store_error)?;
-    let stores = connections.iter().map(|c| c as &dyn KeyStore).collect();
-    Driver::new(world, stores).drive_all(actions)
-}
-
-fn store_error(error: retrylab::real::StoreError) -> DriveError {
-    DriveError::Store { step: 0, error }
+    let store_error = |error| DriveError::Store { step: 0, error };
+    let folder = tempfile::tempdir()
+        .map_err(|e| store_error(retrylab::handler::StoreError::Refused(e.to_string())))?;
+    let backend = SqliteBackend::create(&folder.path().join("idem.db")).map_err(store_error)?;
+    Driver::new(world, &backend)?.drive_all(actions)
 }
 
 fn bad_input(message: &str) -> ExitCode {

@@ -6,28 +6,10 @@
 mod handlers;
 
 use retrylab::check::Model;
-use retrylab::handler::{Handler, HandlerFaults, HandlerWorld};
+use retrylab::handler::designs::knob_twin;
+use retrylab::handler::Handler;
 use retrylab::spec::load_model;
 use std::path::Path;
-
-/// The handler world with the model file's clients, processes and faults (one operation per client).
-fn twin<H: Handler>(handler: H, model: &retrylab::spec::Model) -> HandlerWorld<H> {
-    let world = &model.world;
-    let faults = world.faults();
-    let body = world.body_text(world.clients().operations[0].body);
-    HandlerWorld::new(handler, world.clients().count, body)
-        .processes(world.processes())
-        .max_attempts(world.clients().max_attempts)
-        .faults(HandlerFaults {
-            drop_requests: faults.drop_requests,
-            drop_responses: faults.drop_responses,
-            duplicate_requests: faults.duplicate_requests,
-            crashes: faults.crashes,
-            early_timeouts: faults.early_timeouts,
-            pauses: faults.pauses,
-            call_failures: 0,
-        })
-}
 
 fn compare<H: Handler>(file: &str, handler: H) {
     let model = load_model(
@@ -37,7 +19,7 @@ fn compare<H: Handler>(file: &str, handler: H) {
     )
     .unwrap();
     let knobs = model.world.checker().bfs();
-    let world = twin(handler, &model);
+    let world = knob_twin(handler, &model);
     let written = world.checker().bfs();
     for property in [
         "no-duplicate-effect",

@@ -1,26 +1,45 @@
-//! loom: every interleaving (up to a preemption bound) of 2-3 real threads on one key of the in-memory store.
+//! loom: every interleaving (up to a preemption bound) of 2-3 real threads running the library's article handler
+//! (`handler::designs::article`) on one key of the in-memory store.
 //!
 //! Runs in plain `cargo test` (no `--cfg loom`): the store is generic over its lock and is given loom's mutex
-//! directly, so only the store's own synchronisation is explored.
+//! directly, so only the store's own synchronisation is explored. Every store call is one critical section, so
+//! loom may switch threads at each of the handler's calls.
 
-use retrylab::protocol::{status, Claim, FingerprintPolicy, Lease, ProtocolConfig};
-use retrylab::real::{
-    handle, Claimed, Completion, KeyStore, Lock, MemoryStore, Reply, Request, Tables,
-};
-use serde_json::json;
+use retrylab::handler::designs::article::{self, ArticleKnobs, ClaimOutcome};
+use retrylab::handler::designs::Article;
+use retrylab::handler::{Clock, Handler, Reply, Request};
+use retrylab::protocol::{status, Claim, Lease};
+use retrylab::real::{run_now, Lock, MemoryStore, Tables};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex as StdMutex;
+use std::sync::{Arc, Mutex as StdMutex};
 
-/// loom's mutex as the store's lock.
-struct LoomLock<T>(loom::sync::Mutex<T>);
+/// loom's mutex and condition variable as the store's lock.
+struct LoomLock<T> {
+    value: loom::sync::Mutex<T>,
+    changed: loom::sync::Condvar,
+}
 
 impl<T: Send> Lock<T> for LoomLock<T> {
     fn new(value: T) -> Self {
-        LoomLock(loom::sync::Mutex::new(value))
+        LoomLock {
+            value: loom::sync::Mutex::new(value),
+            changed: loom::sync::Condvar::new(),
+        }
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        f(&mut self.0.lock().expect("loom mutex poisoned"))
+        self.with_when(|_| true, f)
+    }
+
+    fn with_when<R>(&self, ready: impl Fn(&T) -> bool, f: impl FnOnce(&mut T) -> R) -> R {
+        let mut guard = self.value.lock().expect("loom mutex poisoned");
+        while !ready(&guard) {
+            guard = self.changed.wait(guard).expect("loom mutex poisoned");
+        }
+        let result = f(&mut guard);
+        drop(guard);
+        self.changed.notify_all();
+        result
     }
 }
 
@@ -35,34 +54,41 @@ fn builder() -> loom::model::Builder {
     builder
 }
 
-fn config(claim: Claim, lease: Lease, fencing: bool) -> ProtocolConfig {
-    ProtocolConfig {
-        claim,
-        lease,
-        fencing,
-        fingerprint: FingerprintPolicy::Normalized,
-    }
+fn knobs(claim: Claim, lease: Lease, fencing: bool) -> ArticleKnobs {
+    ArticleKnobs::claim_lease_fencing(claim, lease, fencing)
 }
 
 fn pay() -> Request {
-    Request::new("shop-1", "k-42", json!({"amount": 500, "currency": "RUB"}))
+    Request {
+        client: "shop-1".into(),
+        key: "k-42".into(),
+        body: r#"{"amount":500,"currency":"RUB"}"#.into(),
+    }
 }
 
 /// `thread_count` handlers (one on loom's main thread) send the same request at the same instant.
-fn run_parallel(store: &loom::sync::Arc<Store>, thread_count: usize) -> Vec<Reply> {
+fn run_parallel<H: Handler + Copy + Send + 'static>(
+    store: &Arc<Store>,
+    handler: H,
+    thread_count: usize,
+) -> Vec<Reply> {
     let handles: Vec<_> = (1..thread_count)
         .map(|_| {
-            let store = store.clone();
-            loom::thread::spawn(move || handle(&*store, &pay(), 0).expect("memory store"))
+            let store = Arc::clone(store);
+            loom::thread::spawn(move || run_now(handler.handle(&mut store.connect(), &pay())))
         })
         .collect();
-    let mut replies = vec![handle(&**store, &pay(), 0).expect("memory store")];
+    let mut replies = vec![run_now(handler.handle(&mut store.connect(), &pay()))];
     replies.extend(
         handles
             .into_iter()
             .map(|h| h.join().expect("handler thread")),
     );
     replies
+}
+
+fn payments(store: &Store) -> usize {
+    store.effects(article::PAYMENTS).len()
 }
 
 #[test]
@@ -73,15 +99,9 @@ fn three_threads_one_key_exactly_one_effect() {
     static SEEN_REPLAY: AtomicBool = AtomicBool::new(false);
     builder().check(|| {
         EXECUTIONS.fetch_add(1, Ordering::Relaxed);
-        let store =
-            loom::sync::Arc::new(Store::new(config(Claim::UniqueIndex, Lease::None, false)));
-        let replies = run_parallel(&store, 3);
-        let payments = store.payments().unwrap();
-        assert_eq!(
-            payments.len(),
-            1,
-            "one effect, got {payments:?} with {replies:?}"
-        );
+        let store = Arc::new(Store::new(Clock::default()));
+        let replies = run_parallel(&store, Article, 3);
+        assert_eq!(payments(&store), 1, "one effect, with {replies:?}");
         let owners: Vec<&Reply> = replies
             .iter()
             .filter(|r| r.status == status::CREATED)
@@ -124,17 +144,17 @@ fn loom_finds_the_select_then_insert_duplicate() {
     static FIRST: StdMutex<Option<String>> = StdMutex::new(None);
     builder().check(|| {
         EXECUTIONS.fetch_add(1, Ordering::Relaxed);
-        let store = loom::sync::Arc::new(Store::new(config(
-            Claim::SelectThenInsert,
-            Lease::None,
-            false,
-        )));
-        let replies = run_parallel(&store, 2);
-        let payments = store.payments().unwrap();
-        if payments.len() > 1 {
+        let store = Arc::new(Store::new(Clock::default()));
+        let replies = run_parallel(
+            &store,
+            knobs(Claim::SelectThenInsert, Lease::None, false),
+            2,
+        );
+        let count = payments(&store);
+        if count > 1 {
             DUPLICATES.fetch_add(1, Ordering::Relaxed);
             let mut first = FIRST.lock().unwrap();
-            first.get_or_insert_with(|| format!("{replies:?}, {} payments", payments.len()));
+            first.get_or_insert_with(|| format!("{replies:?}, {count} payments"));
         }
     });
     let executions = EXECUTIONS.load(Ordering::Relaxed);
@@ -155,55 +175,60 @@ fn loom_finds_the_select_then_insert_duplicate() {
 
 /// A slow owner whose lease expired: a retry takes the key over while the first owner is still about to complete.
 /// With fencing the stale completion is refused (one effect in every interleaving); without, loom finds two.
-fn slow_owner_and_take_over(fencing: bool) -> (usize, usize) {
+fn slow_owner_and_take_over(fencing: bool) -> (usize, usize, usize) {
     static EXECUTIONS: AtomicUsize = AtomicUsize::new(0);
     static DUPLICATES: AtomicUsize = AtomicUsize::new(0);
+    static REFUSED: AtomicUsize = AtomicUsize::new(0);
     EXECUTIONS.store(0, Ordering::Relaxed);
     DUPLICATES.store(0, Ordering::Relaxed);
+    REFUSED.store(0, Ordering::Relaxed);
     let lease_ms = 1_000;
+    let knobs = knobs(Claim::UniqueIndex, Lease::Ms(lease_ms), fencing);
     builder().check(move || {
         EXECUTIONS.fetch_add(1, Ordering::Relaxed);
-        let store = loom::sync::Arc::new(Store::new(config(
-            Claim::UniqueIndex,
-            Lease::Ms(lease_ms),
-            fencing,
-        )));
-        let Claimed::Owner { token, .. } = store.claim(&pay(), 0).unwrap() else {
+        let store = Arc::new(Store::new(Clock::default()));
+        let mut slow = store.connect();
+        let ClaimOutcome::Owner(claimed, _) =
+            run_now(article::claim(&mut slow, &pay(), &knobs)).unwrap()
+        else {
             panic!("the first claim owns the key");
         };
-        let slow = {
-            let store = store.clone();
-            // The first owner completes late, at lease_ms + 1.
-            loom::thread::spawn(move || store.complete(&pay(), token, lease_ms + 1).unwrap())
-        };
-        let retry = handle(&*store, &pay(), lease_ms).unwrap();
-        let late = slow.join().unwrap();
-        if !fencing {
-            assert_ne!(late, Completion::Refused, "only fencing refuses");
+        // The lease runs out while the first owner is still working.
+        store.clock().set_ms(lease_ms);
+        let late = loom::thread::spawn(move || {
+            run_now(article::complete(&mut slow, &pay(), &claimed, &knobs)).unwrap()
+        });
+        let retry = run_now(knobs.handle(&mut store.connect(), &pay()));
+        let late = late.join().unwrap();
+        if late.is_none() {
+            assert!(fencing, "only fencing refuses");
+            REFUSED.fetch_add(1, Ordering::Relaxed);
         }
-        let payments = store.payments().unwrap().len();
+        let count = payments(&store);
         if fencing {
-            assert_eq!(
-                payments, 1,
-                "fenced: one effect, got {retry:?} and {late:?}"
-            );
+            assert_eq!(count, 1, "fenced: one effect, got {retry:?} and {late:?}");
         }
-        if payments > 1 {
+        if count > 1 {
             DUPLICATES.fetch_add(1, Ordering::Relaxed);
         }
     });
     (
         EXECUTIONS.load(Ordering::Relaxed),
         DUPLICATES.load(Ordering::Relaxed),
+        REFUSED.load(Ordering::Relaxed),
     )
 }
 
 #[test]
 fn lease_take_over_needs_fencing() {
-    let (executions, duplicates) = slow_owner_and_take_over(true);
-    println!("loom, lease + fencing: {executions} executions, {duplicates} duplicates");
+    let (executions, duplicates, refused) = slow_owner_and_take_over(true);
+    println!("loom, lease + fencing: {executions} executions, {duplicates} duplicates, {refused} refused");
     assert_eq!(duplicates, 0);
-    let (executions, duplicates) = slow_owner_and_take_over(false);
+    assert!(
+        refused > 0,
+        "no interleaving took the key over before the stale owner completed"
+    );
+    let (executions, duplicates, _) = slow_owner_and_take_over(false);
     println!("loom, lease without fencing: {executions} executions, {duplicates} duplicates");
     assert!(
         duplicates > 0,

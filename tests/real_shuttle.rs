@@ -1,25 +1,45 @@
-//! shuttle: the article's scenario, 5 threads on one key of the in-memory store, under shuttle's random and PCT
-//! schedulers (seeded, so every run explores the same schedules). The select-then-insert store is the negative
-//! control: shuttle must find its duplicate, print the failing schedule, and `shuttle::replay` must reproduce it.
+//! shuttle: the article's scenario, 5 threads running the library's article handler (`handler::designs`) on one
+//! key of the in-memory store, under shuttle's random and PCT schedulers (seeded, so every run explores the same
+//! schedules). The select-then-insert handler is the negative control: shuttle must find its duplicate, print
+//! the failing schedule, and `shuttle::replay` must reproduce it.
 
-use retrylab::protocol::{status, Claim, FingerprintPolicy, Lease, ProtocolConfig};
-use retrylab::real::{handle, KeyStore, Lock, MemoryStore, Reply, Request, Tables};
-use serde_json::json;
+use retrylab::handler::designs::{article, ArticleKnobs};
+use retrylab::handler::{Clock, Handler, Reply, Request};
+use retrylab::protocol::{status, Claim, FingerprintPolicy, Lease, OnError, ProtocolConfig};
+use retrylab::real::{run_now, Lock, MemoryStore, Tables};
 use shuttle::scheduler::{PctScheduler, RandomScheduler, Scheduler};
 use shuttle::{Config, Runner};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
-/// shuttle's mutex as the store's lock.
-struct ShuttleLock<T>(shuttle::sync::Mutex<T>);
+/// shuttle's mutex and condition variable as the store's lock.
+struct ShuttleLock<T> {
+    value: shuttle::sync::Mutex<T>,
+    changed: shuttle::sync::Condvar,
+}
 
 impl<T: Send> Lock<T> for ShuttleLock<T> {
     fn new(value: T) -> Self {
-        ShuttleLock(shuttle::sync::Mutex::new(value))
+        ShuttleLock {
+            value: shuttle::sync::Mutex::new(value),
+            changed: shuttle::sync::Condvar::new(),
+        }
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        f(&mut self.0.lock().expect("shuttle mutex poisoned"))
+        self.with_when(|_| true, f)
+    }
+
+    fn with_when<R>(&self, ready: impl Fn(&T) -> bool, f: impl FnOnce(&mut T) -> R) -> R {
+        let mut guard = self.value.lock().expect("shuttle mutex poisoned");
+        while !ready(&guard) {
+            guard = self.changed.wait(guard).expect("shuttle mutex poisoned");
+        }
+        let result = f(&mut guard);
+        drop(guard);
+        self.changed.notify_all();
+        result
     }
 }
 
@@ -31,35 +51,40 @@ const ITERATIONS: usize = 10_000;
 const PCT_DEPTH: usize = 3;
 const SEED: u64 = 0x5eed_0042;
 
-fn config(claim: Claim) -> ProtocolConfig {
-    ProtocolConfig {
-        claim,
-        lease: Lease::None,
-        fencing: false,
-        fingerprint: FingerprintPolicy::Normalized,
+fn knobs(claim: Claim) -> ArticleKnobs {
+    ArticleKnobs {
+        protocol: ProtocolConfig {
+            claim,
+            lease: Lease::None,
+            fencing: false,
+            fingerprint: FingerprintPolicy::Normalized,
+        },
+        on_error: OnError::KeepInProgress,
     }
 }
 
 /// The article's five parallel requests, then the protocol's safety checks (panics on a violation).
 fn five_requests(claim: Claim) -> Vec<Reply> {
-    let store = shuttle::sync::Arc::new(Store::new(config(claim)));
+    let store = Arc::new(Store::new(Clock::default()));
+    let knobs = knobs(claim);
     let handlers: Vec<_> = (0..THREAD_COUNT)
         .map(|_| {
-            let store = store.clone();
+            let store = Arc::clone(&store);
             shuttle::thread::spawn(move || {
-                let request =
-                    Request::new("shop-1", "k-42", json!({"amount": 500, "currency": "RUB"}));
-                handle(&*store, &request, 0).expect("memory store")
+                let request = Request {
+                    client: "shop-1".into(),
+                    key: "k-42".into(),
+                    body: r#"{"amount":500,"currency":"RUB"}"#.into(),
+                };
+                run_now(knobs.handle(&mut store.connect(), &request))
             })
         })
         .collect();
     let replies: Vec<Reply> = handlers.into_iter().map(|h| h.join().unwrap()).collect();
-    let payments = store.payments().unwrap();
+    let payments = store.effects(article::PAYMENTS).len();
     assert_eq!(
-        payments.len(),
-        1,
-        "duplicate effect: {} payments, replies {replies:?}",
-        payments.len()
+        payments, 1,
+        "duplicate effect: {payments} payments, replies {replies:?}"
     );
     let created: Vec<&Reply> = replies
         .iter()

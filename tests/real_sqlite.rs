@@ -1,50 +1,49 @@
-//! The SQLite store against real SQLite files: the article's run, crashes after the claim (with and without a
-//! lease, in-thread and as a killed process), fencing, and the select-then-insert negative control step by step.
+//! The library's article handler (`handler::designs::article`) against real SQLite files: the article's run,
+//! crashes after the claim (with and without a lease, in-thread and as a killed process), fencing, the
+//! select-then-insert negative control step by step, `on-error`, and the TTL reaper.
 
-use retrylab::protocol::{status, Claim, Decision, FingerprintPolicy, Lease, ProtocolConfig};
+use retrylab::handler::designs::article::{self, ArticleKnobs, ClaimOutcome, Record};
+use retrylab::handler::sqlite::SqliteStore;
+use retrylab::handler::{Clock, Handler, Reply, Request, Store};
+use retrylab::protocol::{status, Claim, Decision, Lease, OnError};
 use retrylab::real::article::{article_request, run_article};
-use retrylab::real::{
-    handle, Claimed, Completion, KeyStore, OnError, Reply, Request, SqliteStore, StoreError,
-    StoreFlow,
-};
-use serde_json::json;
+use retrylab::real::stepped::{is_effect, is_transaction_end};
+use retrylab::real::{run_now, Stepped};
 use std::path::{Path, PathBuf};
 
 const LEASE_MS: u64 = 30_000;
 
-fn config(claim: Claim, lease: Lease, fencing: bool) -> ProtocolConfig {
-    ProtocolConfig {
-        claim,
-        lease,
-        fencing,
-        fingerprint: FingerprintPolicy::Normalized,
-    }
+fn knobs(claim: Claim, lease: Lease, fencing: bool) -> ArticleKnobs {
+    ArticleKnobs::claim_lease_fencing(claim, lease, fencing)
 }
 
-fn new_db(folder: &tempfile::TempDir, config: ProtocolConfig) -> PathBuf {
+fn new_db(folder: &tempfile::TempDir) -> PathBuf {
     let path = folder.path().join("idem.db");
-    SqliteStore::create(&path, config).expect("create the database");
+    SqliteStore::create(&path).expect("create the database");
     path
 }
 
-fn owner_token(claimed: Claimed) -> retrylab::real::ClaimToken {
-    match claimed {
-        Claimed::Owner { token, .. } => token,
-        Claimed::Answered(reply) => panic!("expected to own the key, got {reply:?}"),
-    }
+fn open(db: &Path, clock: &Clock) -> SqliteStore {
+    SqliteStore::open(db, clock.clone()).unwrap()
 }
 
-fn created(completion: Completion) -> Reply {
-    match completion {
-        Completion::Created(reply) => reply,
-        Completion::Refused => panic!("the completion was refused"),
-    }
+fn handle(db: &mut SqliteStore, knobs: &ArticleKnobs) -> Reply {
+    run_now(knobs.handle(db, &article_request()))
+}
+
+fn payments(db: &SqliteStore) -> usize {
+    db.effects(article::PAYMENTS).unwrap().len()
+}
+
+fn record(db: &mut SqliteStore) -> Option<Record> {
+    let row = run_now(db.get(article::KEYS, &article::record_key(&article_request()))).unwrap();
+    row.map(|text| Record::decode(&text).expect("a record"))
 }
 
 #[test]
 fn the_articles_run() {
     let folder = tempfile::tempdir().unwrap();
-    let run = run_article(&folder.path().join("idem.db"), ProtocolConfig::ARTICLE).unwrap();
+    let run = run_article(&folder.path().join("idem.db"), ArticleKnobs::ARTICLE).unwrap();
     assert_eq!(run.parallel_codes, vec![201, 409, 409, 409, 409]);
     let created = run
         .parallel_replies
@@ -56,21 +55,20 @@ fn the_articles_run() {
         run.repeat.body, created.body,
         "the repeat replays the same payment"
     );
-    assert_eq!(run.repeat.body, json!({"payment_id": 1, "amount": 500}));
+    assert_eq!(run.repeat.body, r#"{"amount":500,"payment_id":1}"#);
     assert_eq!(run.changed_body.status, status::UNPROCESSABLE_BODY_MISMATCH);
     assert_eq!(run.payment_count, 1);
 }
 
-/// A worker claims the key, writes the payment inside its effect transaction, and dies before COMMIT: its thread
+/// A worker runs the handler through its claim and its payment's insert, and dies before COMMIT: its thread
 /// panics inside the transaction, so the connection is dropped mid-operation.
-fn crash_after_claim(db: &Path, config: ProtocolConfig, now_ms: u64) {
-    let db = db.to_path_buf();
+fn crash_after_claim(db: &Path, knobs: ArticleKnobs, clock: &Clock) {
+    let (db, clock) = (db.to_path_buf(), clock.clone());
     let worker = std::thread::spawn(move || {
-        let store = SqliteStore::open(&db, config).unwrap();
-        let token = owner_token(store.claim(&article_request(), now_ms).unwrap());
-        let _ = store.complete_with(&article_request(), token, now_ms, &mut || {
-            panic!("worker dies inside the effect transaction")
-        });
+        let mut run = Stepped::new(knobs, open(&db, &clock), article_request());
+        run.run_until(is_effect)
+            .expect("the owner writes its payment");
+        panic!("worker dies inside the payment transaction")
     });
     assert!(worker.join().is_err(), "the worker must have died");
 }
@@ -78,56 +76,62 @@ fn crash_after_claim(db: &Path, config: ProtocolConfig, now_ms: u64) {
 #[test]
 fn crash_after_claim_without_a_lease_locks_the_key() {
     let folder = tempfile::tempdir().unwrap();
-    let config = config(Claim::UniqueIndex, Lease::None, false);
-    let db = new_db(&folder, config);
-    crash_after_claim(&db, config, 0);
-    let store = SqliteStore::open(&db, config).unwrap();
+    let (db, clock) = (new_db(&folder), Clock::default());
+    let knobs = ArticleKnobs::ARTICLE;
+    crash_after_claim(&db, knobs, &clock);
+    let mut store = open(&db, &clock);
     assert_eq!(
-        store.payments().unwrap().len(),
+        payments(&store),
         0,
         "the dead worker's payment was rolled back"
     );
     // However late the retries come, the key stays in_progress: every retry gets 409.
     for now_ms in [1, LEASE_MS, 1_000 * LEASE_MS] {
-        let reply = handle(&store, &article_request(), now_ms).unwrap();
-        assert_eq!(reply.status, status::CONFLICT_IN_PROGRESS, "at {now_ms} ms");
+        clock.set_ms(now_ms);
+        assert_eq!(
+            handle(&mut store, &knobs).status,
+            status::CONFLICT_IN_PROGRESS,
+            "at {now_ms} ms"
+        );
     }
-    let rows = store.rows().unwrap();
-    assert_eq!(rows.len(), 1);
-    assert_eq!(rows[0].response, None, "still in_progress");
-    assert_eq!(store.payments().unwrap().len(), 0);
+    assert!(
+        matches!(record(&mut store), Some(Record::InProgress { .. })),
+        "still in_progress"
+    );
+    assert_eq!(payments(&store), 0);
 }
 
 #[test]
 fn crash_after_claim_with_a_lease_is_taken_over_and_completes_once() {
     let folder = tempfile::tempdir().unwrap();
-    let config = config(Claim::UniqueIndex, Lease::Ms(LEASE_MS), true);
-    let db = new_db(&folder, config);
-    crash_after_claim(&db, config, 0);
-    let store = SqliteStore::open(&db, config).unwrap();
-    let before_expiry = handle(&store, &article_request(), LEASE_MS - 1).unwrap();
-    assert_eq!(before_expiry.status, status::CONFLICT_IN_PROGRESS);
-    let claimed = store.claim(&article_request(), LEASE_MS).unwrap();
-    assert!(
-        matches!(
-            &claimed,
-            Claimed::Owner {
-                decision: Decision::TakeOver,
-                ..
-            }
-        ),
-        "the expired claim is taken over, got {claimed:?}"
+    let (db, clock) = (new_db(&folder), Clock::default());
+    let knobs = knobs(Claim::UniqueIndex, Lease::Ms(LEASE_MS), true);
+    crash_after_claim(&db, knobs, &clock);
+    let mut store = open(&db, &clock);
+    clock.set_ms(LEASE_MS - 1);
+    assert_eq!(
+        handle(&mut store, &knobs).status,
+        status::CONFLICT_IN_PROGRESS
     );
-    let created = created(
-        store
-            .complete(&article_request(), owner_token(claimed), LEASE_MS)
-            .unwrap(),
-    );
+    clock.set_ms(LEASE_MS);
+    let claimed = run_now(article::claim(&mut store, &article_request(), &knobs)).unwrap();
+    let ClaimOutcome::Owner(claimed, Decision::TakeOver) = claimed else {
+        panic!("the expired claim is taken over, got {claimed:?}");
+    };
+    let created = run_now(article::complete(
+        &mut store,
+        &article_request(),
+        &claimed,
+        &knobs,
+    ))
+    .unwrap()
+    .expect("the new owner completes");
     assert_eq!(created.status, status::CREATED);
-    let repeat = handle(&store, &article_request(), LEASE_MS + 1).unwrap();
+    clock.set_ms(LEASE_MS + 1);
+    let repeat = handle(&mut store, &knobs);
     assert_eq!(repeat.status, status::OK_REPLAY);
     assert_eq!(repeat.body, created.body);
-    assert_eq!(store.payments().unwrap().len(), 1, "exactly once");
+    assert_eq!(payments(&store), 1, "exactly once");
 }
 
 /// The slow owner: its lease expires while it is still working, a retry takes over and completes, then the slow
@@ -135,21 +139,29 @@ fn crash_after_claim_with_a_lease_is_taken_over_and_completes_once() {
 /// stored response; without fencing it pays a second time.
 fn slow_owner(fencing: bool) -> (u16, usize) {
     let folder = tempfile::tempdir().unwrap();
-    let config = config(Claim::UniqueIndex, Lease::Ms(LEASE_MS), fencing);
-    let db = new_db(&folder, config);
-    let slow = SqliteStore::open(&db, config).unwrap();
-    let retry = SqliteStore::open(&db, config).unwrap();
-    let slow_token = owner_token(slow.claim(&article_request(), 0).unwrap());
-    let taken_over = handle(&retry, &article_request(), LEASE_MS).unwrap();
+    let (db, clock) = (new_db(&folder), Clock::default());
+    let knobs = knobs(Claim::UniqueIndex, Lease::Ms(LEASE_MS), fencing);
+    let (mut slow, mut retry) = (open(&db, &clock), open(&db, &clock));
+    let ClaimOutcome::Owner(claimed, _) =
+        run_now(article::claim(&mut slow, &article_request(), &knobs)).unwrap()
+    else {
+        panic!("the first claim owns the key");
+    };
+    clock.set_ms(LEASE_MS);
+    let taken_over = handle(&mut retry, &knobs);
     assert_eq!(taken_over.status, status::CREATED);
-    let late = match slow
-        .complete(&article_request(), slow_token, LEASE_MS + 1)
-        .unwrap()
+    let late = match run_now(article::complete(
+        &mut slow,
+        &article_request(),
+        &claimed,
+        &knobs,
+    ))
+    .unwrap()
     {
-        Completion::Created(reply) => reply,
-        Completion::Refused => {
+        Some(reply) => reply,
+        None => {
             assert!(fencing, "only fencing refuses");
-            let again = handle(&slow, &article_request(), LEASE_MS + 1).unwrap();
+            let again = handle(&mut slow, &knobs);
             assert_eq!(
                 again.body, taken_over.body,
                 "answered with the stored response"
@@ -157,7 +169,7 @@ fn slow_owner(fencing: bool) -> (u16, usize) {
             again
         }
     };
-    (late.status, slow.payments().unwrap().len())
+    (late.status, payments(&slow))
 }
 
 #[test]
@@ -170,31 +182,19 @@ fn fencing_refuses_the_slow_owner_and_its_absence_duplicates() {
     );
 }
 
-/// Two requests interleaved at the claim's steps: both look, then both claim. A unique index admits one owner;
-/// select-then-insert (no index) admits both, and real SQLite records two payments.
+/// Two requests interleaved at their transactions: both run their first transaction, then each runs to its
+/// reply. A unique index admits one owner; select-then-insert (no index) admits both, and real SQLite records
+/// two payments.
 fn both_look_then_both_claim(claim: Claim) -> (Vec<u16>, usize) {
     let folder = tempfile::tempdir().unwrap();
-    let config = config(claim, Lease::None, false);
-    let db = new_db(&folder, config);
-    let a = SqliteStore::open(&db, config).unwrap();
-    let b = SqliteStore::open(&db, config).unwrap();
-    let request = article_request();
-    let look_a = a.claim_lookup(&request, 0).unwrap();
-    let look_b = b.claim_lookup(&request, 0).unwrap();
-    let claims = [
-        a.claim_finish(&request, look_a, 0).unwrap(),
-        b.claim_finish(&request, look_b, 0).unwrap(),
-    ];
-    let mut codes = Vec::new();
-    for (store, claimed) in [&a, &b].into_iter().zip(claims) {
-        codes.push(match claimed {
-            Claimed::Owner { token, .. } => {
-                created(store.complete(&request, token, 0).unwrap()).status
-            }
-            Claimed::Answered(reply) => reply.status,
-        });
-    }
-    (codes, a.payments().unwrap().len())
+    let (db, clock) = (new_db(&folder), Clock::default());
+    let knobs = knobs(claim, Lease::None, false);
+    let mut a = Stepped::new(knobs, open(&db, &clock), article_request());
+    let mut b = Stepped::new(knobs, open(&db, &clock), article_request());
+    let _ = a.run_until(is_transaction_end);
+    let _ = b.run_until(is_transaction_end);
+    let codes = vec![a.run_to_reply().status, b.run_to_reply().status];
+    (codes, payments(&open(&db, &clock)))
 }
 
 #[test]
@@ -210,48 +210,36 @@ fn select_then_insert_duplicates_in_real_sqlite_and_the_unique_index_does_not() 
     );
 }
 
-#[test]
-fn the_crash_hook_rolls_back_and_commit_keeps() {
-    let folder = tempfile::tempdir().unwrap();
-    let config = ProtocolConfig::ARTICLE;
-    let db = new_db(&folder, config);
-    let store = SqliteStore::open(&db, config).unwrap();
-    let token = owner_token(store.claim(&article_request(), 0).unwrap());
-    let crashed = store.complete_with(&article_request(), token, 0, &mut || StoreFlow::Crash);
-    assert!(matches!(crashed, Err(StoreError::Crashed)));
-    assert_eq!(store.payments().unwrap().len(), 0);
-    let commit = store.complete_with(&article_request(), token, 0, &mut || StoreFlow::Commit);
-    assert_eq!(created(commit.unwrap()).status, status::CREATED);
-    assert_eq!(store.payments().unwrap().len(), 1);
-}
-
 /// The environment variable that turns `crashing_child_process` into the child of `a_killed_process_...`.
 const CHILD_DB_VAR: &str = "RETRYLAB_CRASH_CHILD_DB";
 /// What the child prints just before it aborts, so the parent knows it died at the right point.
 const CHILD_MARKER: &str = "child: payment written, aborting before COMMIT";
 
-/// The child half of the next test (ignored when run on its own): claim, write the payment inside the effect
-/// transaction, and abort the whole process before COMMIT, leaving SQLite's hot journal behind.
+/// The child half of the next test (ignored when run on its own): run the handler through its claim and its
+/// payment's insert, and abort the whole process before COMMIT, leaving SQLite's hot journal behind.
 #[test]
 #[ignore = "run by a_killed_process_leaves_no_payment_and_the_lease_recovers_the_key"]
 fn crashing_child_process() {
     let Some(db) = std::env::var_os(CHILD_DB_VAR) else {
         return;
     };
-    let config = config(Claim::UniqueIndex, Lease::Ms(LEASE_MS), true);
-    let store = SqliteStore::open(Path::new(&db), config).unwrap();
-    let token = owner_token(store.claim(&article_request(), 0).unwrap());
-    let _ = store.complete_with(&article_request(), token, 0, &mut || {
-        println!("{CHILD_MARKER}");
-        std::process::abort()
-    });
+    let knobs = knobs(Claim::UniqueIndex, Lease::Ms(LEASE_MS), true);
+    let mut run = Stepped::new(
+        knobs,
+        open(Path::new(&db), &Clock::default()),
+        article_request(),
+    );
+    run.run_until(is_effect)
+        .expect("the owner writes its payment");
+    println!("{CHILD_MARKER}");
+    std::process::abort()
 }
 
 #[test]
 fn a_killed_process_leaves_no_payment_and_the_lease_recovers_the_key() {
     let folder = tempfile::tempdir().unwrap();
-    let config = config(Claim::UniqueIndex, Lease::Ms(LEASE_MS), true);
-    let db = new_db(&folder, config);
+    let (db, clock) = (new_db(&folder), Clock::default());
+    let knobs = knobs(Claim::UniqueIndex, Lease::Ms(LEASE_MS), true);
     let child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -268,39 +256,44 @@ fn a_killed_process_leaves_no_payment_and_the_lease_recovers_the_key() {
         child_stdout.contains(CHILD_MARKER),
         "the child died elsewhere: {child_stdout}"
     );
-    let store = SqliteStore::open(&db, config).unwrap();
-    assert_eq!(
-        store.rows().unwrap().len(),
-        1,
+    let mut store = open(&db, &clock);
+    assert!(
+        matches!(record(&mut store), Some(Record::InProgress { .. })),
         "the child's claim committed"
     );
     assert_eq!(
-        store.payments().unwrap().len(),
+        payments(&store),
         0,
         "the hot journal rolled its payment back"
     );
+    clock.set_ms(1);
     assert_eq!(
-        handle(&store, &article_request(), 1).unwrap().status,
+        handle(&mut store, &knobs).status,
         status::CONFLICT_IN_PROGRESS
     );
-    assert_eq!(
-        handle(&store, &article_request(), LEASE_MS).unwrap().status,
-        status::CREATED
-    );
-    assert_eq!(store.payments().unwrap().len(), 1);
+    clock.set_ms(LEASE_MS);
+    assert_eq!(handle(&mut store, &knobs).status, status::CREATED);
+    assert_eq!(payments(&store), 1);
 }
 
-/// A handler fails after its claim (a downstream timeout). What a retry gets depends on `on_error`: the stored 500
-/// forever (DOMAIN.md mistake 4), a fresh execution after the key was deleted, or 409 while the key stays claimed.
+/// A handler fails after its claim (its payment transaction's first call fails: a downstream timeout). What a
+/// retry gets depends on `on_error`: the stored 500 forever (DOMAIN.md mistake 4), a fresh execution after the
+/// key was deleted, or 409 while the key stays claimed.
 fn retry_after_failure(on_error: OnError) -> (u16, u16, usize) {
     let folder = tempfile::tempdir().unwrap();
-    let config = ProtocolConfig::ARTICLE;
-    let db = new_db(&folder, config);
-    let store = SqliteStore::open(&db, config).unwrap();
-    let token = owner_token(store.claim(&article_request(), 0).unwrap());
-    let failed = store.fail(&article_request(), token, on_error).unwrap();
-    let retry = handle(&store, &article_request(), 1).unwrap();
-    (failed.status, retry.status, store.payments().unwrap().len())
+    let (db, clock) = (new_db(&folder), Clock::default());
+    let knobs = ArticleKnobs {
+        on_error,
+        ..ArticleKnobs::ARTICLE
+    };
+    let mut run = Stepped::new(knobs, open(&db, &clock), article_request());
+    run.run_until(is_transaction_end)
+        .expect("the claim commits");
+    assert!(run.fail_next());
+    let failed = run.run_to_reply();
+    let mut store = open(&db, &clock);
+    let retry = handle(&mut store, &knobs);
+    (failed.status, retry.status, payments(&store))
 }
 
 #[test]
@@ -313,25 +306,32 @@ fn a_failed_handler_leaves_the_key_as_on_error_says() {
 #[test]
 fn the_ttl_reaper_forgets_completed_keys_only() {
     let folder = tempfile::tempdir().unwrap();
-    let config = ProtocolConfig::ARTICLE;
-    let db = new_db(&folder, config);
-    let store = SqliteStore::open(&db, config).unwrap();
-    let in_flight = Request::new("shop-1", "k-other", json!({"amount": 1}));
-    owner_token(store.claim(&in_flight, 0).unwrap());
-    assert_eq!(
-        handle(&store, &article_request(), 0).unwrap().status,
-        status::CREATED
-    );
-    store.expire_key("shop-1", "k-42").unwrap();
-    store.expire_key("shop-1", "k-other").unwrap();
+    let (db, clock) = (new_db(&folder), Clock::default());
+    let knobs = ArticleKnobs::ARTICLE;
+    let mut store = open(&db, &clock);
+    let in_flight = Request {
+        key: "k-other".into(),
+        ..article_request()
+    };
+    let mut claim_only = Stepped::new(knobs, open(&db, &clock), in_flight.clone());
+    claim_only
+        .run_until(is_transaction_end)
+        .expect("the claim commits");
+    assert_eq!(handle(&mut store, &knobs).status, status::CREATED);
+    let reap = |store: &mut SqliteStore, request: &Request| {
+        run_now(article::reap_completed(
+            store,
+            &article::record_key(request),
+        ))
+        .unwrap()
+    };
+    assert!(reap(&mut store, &article_request()));
+    assert!(!reap(&mut store, &in_flight), "an in_progress key stays");
     // After the TTL a retry executes again (DOMAIN.md: a retry after expiry executes again); the claimed key stays.
+    assert_eq!(handle(&mut store, &knobs).status, status::CREATED);
+    assert_eq!(payments(&store), 2);
     assert_eq!(
-        handle(&store, &article_request(), 1).unwrap().status,
-        status::CREATED
-    );
-    assert_eq!(store.payments().unwrap().len(), 2);
-    assert_eq!(
-        handle(&store, &in_flight, 1).unwrap().status,
+        run_now(knobs.handle(&mut store, &in_flight)).status,
         status::CONFLICT_IN_PROGRESS
     );
 }

@@ -1,20 +1,22 @@
-//! The model checker's counterexamples replayed against real code. Every model in `models/` that expects
-//! `no-duplicate-effect` to be violated is explored, its shortest counterexample goes through the versioned JSON
-//! trace format, and the trace is driven step by step against the in-memory store and against real SQLite: the
-//! same duplicate payment must appear at the same step. Random walks over every model then check that real code
-//! and model agree step by step (payments, answers, handler steps) on the correct designs too.
+//! The model checker's counterexamples replayed against real code: the library's article handler
+//! (`handler::designs::article`) with each model's knobs, on the in-memory store and on real SQLite. Every model
+//! in `models/` that expects `no-duplicate-effect` to be violated is explored, its shortest counterexample goes
+//! through the versioned JSON trace format, and the trace is driven step by step: the same duplicate payment must
+//! appear at the same step. Random walks over every model then check that real code and model agree step by step
+//! (payments, records, answers, handler steps) on the correct designs too.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use retrylab::check::{self, Model as _, Verdict};
+use retrylab::handler::lockstep::SqliteBackend;
 use retrylab::model::{Action, Event, HttpWorld, Property};
 use retrylab::real::drive::{self, DriveReport, Driver};
-use retrylab::real::{KeyStore, MemoryStore, SqliteStore, StdLock, Tables};
+use retrylab::real::{MemoryBackend, StdLock, Tables};
 use retrylab::spec::{self, Model};
 use std::path::Path;
 
-/// The models in `models/` that the real stores implement (same database, no provider, no handler errors or
-/// TTL); the others are listed as skipped.
+/// The models in `models/` that the article's handler implements (keys in the effect's database, no provider);
+/// the others are listed as skipped.
 fn models() -> Vec<Model> {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     let files = spec::model_files(&folder).expect("models/ lists");
@@ -22,7 +24,10 @@ fn models() -> Vec<Model> {
     for file in files {
         let model = spec::load_model(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         match drive::unsupported(&model.world) {
-            Some(reason) => println!("skipped {}: real stores lack {reason}", model.path),
+            Some(reason) => println!(
+                "skipped {}: the article's handler lacks {reason}",
+                model.path
+            ),
             None => supported.push(model),
         }
     }
@@ -30,24 +35,18 @@ fn models() -> Vec<Model> {
 }
 
 fn drive_memory(world: &HttpWorld, actions: &[Action]) -> DriveReport {
-    let store = MemoryStore::<StdLock<Tables>>::new(world.server().protocol());
-    let stores = vec![&store as &dyn KeyStore; world.processes() as usize];
-    Driver::new(world, stores)
-        .drive_all(actions)
+    let backend = MemoryBackend::<StdLock<Tables>>::new();
+    Driver::new(world, &backend)
+        .and_then(|driver| driver.drive_all(actions))
         .unwrap_or_else(|e| panic!("memory store: {e}"))
 }
 
 fn drive_sqlite(world: &HttpWorld, actions: &[Action]) -> DriveReport {
     let folder = tempfile::tempdir().unwrap();
-    let path = folder.path().join("idem.db");
-    SqliteStore::create(&path, world.server().protocol()).unwrap();
     // One connection per server process, as each process of a service has its own.
-    let connections: Vec<SqliteStore> = (0..world.processes())
-        .map(|_| SqliteStore::open(&path, world.server().protocol()).unwrap())
-        .collect();
-    let stores = connections.iter().map(|c| c as &dyn KeyStore).collect();
-    Driver::new(world, stores)
-        .drive_all(actions)
+    let backend = SqliteBackend::create(&folder.path().join("idem.db")).unwrap();
+    Driver::new(world, &backend)
+        .and_then(|driver| driver.drive_all(actions))
         .unwrap_or_else(|e| panic!("sqlite store: {e}"))
 }
 

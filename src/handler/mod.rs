@@ -7,9 +7,11 @@
 //! - [`replay`]: running a handler step by step by replaying its recorded answers.
 //! - [`sim`]: the simulated store the checker runs handlers against.
 //! - [`sqlite`]: the store interface on SQLite; [`drive`]: real handlers run one call at a time.
+//! - [`designs`]: designs written once in the library (the article's), used by every runner.
 
 pub mod api;
 pub mod calls;
+pub mod designs;
 pub mod drive;
 #[cfg(feature = "real")]
 pub mod lockstep;

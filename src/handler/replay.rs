@@ -238,3 +238,54 @@ impl Store for ReplayStore<'_> {
 pub fn refused(reason: &str) -> Answer {
     Answer::Failed(StoreError::Refused(reason.to_string()))
 }
+
+/// Make `call` on a real store and record what it returned: how a runner that steps a handler by replay (the
+/// built-in world's traces on real stores, `crate::real::drive`) executes the call the handler waits on.
+pub async fn perform<S: Store>(store: &mut S, call: &Call) -> Answer {
+    let answer = |result: StoreResult<Answer>| result.unwrap_or_else(Answer::Failed);
+    match call {
+        Call::Begin => answer(store.begin().await.map(|()| Answer::Done)),
+        Call::Commit => answer(store.commit().await.map(|()| Answer::Done)),
+        Call::Rollback => answer(store.rollback().await.map(|()| Answer::Done)),
+        Call::InsertIfAbsent { table, key, value } => answer(
+            store
+                .insert_if_absent(table, key, value)
+                .await
+                .map(Answer::Flag),
+        ),
+        Call::Get { table, key } => answer(store.get(table, key).await.map(Answer::Row)),
+        Call::Update {
+            table,
+            key,
+            value,
+            expected,
+        } => answer(
+            store
+                .update(table, key, value, expected.as_deref())
+                .await
+                .map(Answer::Flag),
+        ),
+        Call::Delete { table, key } => answer(store.delete(table, key).await.map(Answer::Flag)),
+        Call::InsertEffect { table, value } => {
+            answer(store.insert_effect(table, value).await.map(Answer::Id))
+        }
+        Call::KvSet { key, value, mode } => {
+            answer(store.kv_set(key, value, *mode).await.map(Answer::Flag))
+        }
+        Call::KvGet { key } => answer(store.kv_get(key).await.map(Answer::Row)),
+        Call::KvDel { key } => answer(store.kv_del(key).await.map(Answer::Flag)),
+        Call::KvExpire { key, ttl_ms } => {
+            answer(store.kv_expire(key, *ttl_ms).await.map(Answer::Flag))
+        }
+        Call::ProviderCharge {
+            idempotency_key,
+            body,
+        } => answer(
+            store
+                .provider_charge(idempotency_key.as_deref(), body)
+                .await
+                .map(Answer::Text),
+        ),
+        Call::Now => answer(store.now_ms().await.map(Answer::Time)),
+    }
+}

@@ -1,9 +1,11 @@
-//! The article's script against real SQLite: five parallel requests with one key, then a repeat, then a changed
-//! body. Used by `examples/article_sqlite.rs` (which prints it) and by `tests/real_sqlite.rs` (which checks it).
+//! The article's script against real SQLite with the library's article handler: five parallel requests with one
+//! key, then a repeat, then a changed body. Used by `examples/article_sqlite.rs` (which prints it) and by
+//! `tests/real_sqlite.rs` (which checks it).
 
-use super::{KeyStore, Reply, Request, SqliteStore, StoreError};
-use crate::protocol::ProtocolConfig;
-use serde_json::json;
+use super::run_now;
+use crate::handler::designs::article::{self, ArticleKnobs, ClaimOutcome};
+use crate::handler::sqlite::SqliteStore;
+use crate::handler::{Clock, Reply, Request, StoreResult};
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -12,7 +14,7 @@ use std::time::Duration;
 pub const PARALLEL_REQUEST_COUNT: usize = 5;
 
 /// The longest the owner holds its claim open waiting for the others to be answered. Only a safety net so that a
-/// broken store (two owners, so fewer answers than expected) cannot hang the run; the correct store never hits it.
+/// broken handler (two owners, so fewer answers than expected) cannot hang the run; the correct one never hits it.
 const OWNER_WAIT_MAX: Duration = Duration::from_secs(10);
 
 /// What the article prints.
@@ -30,30 +32,41 @@ pub struct ArticleRun {
 
 /// The article's request: shop-1, key k-42, 500 RUB.
 pub fn article_request() -> Request {
-    Request::new("shop-1", "k-42", json!({"amount": 500, "currency": "RUB"}))
+    request_with_body(r#"{"amount":500,"currency":"RUB"}"#)
 }
 
-/// Run the article's script on a new database at `db_path` with the given protocol knobs.
+fn request_with_body(body: &str) -> Request {
+    Request {
+        client: "shop-1".to_string(),
+        key: "k-42".to_string(),
+        body: body.to_string(),
+    }
+}
+
+/// Run the article's script on a new database at `db_path` with the article's handler under `knobs`.
 ///
 /// Why a rendezvous instead of the article's `time.sleep(0.05)`: the 409s need the owner to still be in flight
 /// when the other four requests arrive. A sleep makes that likely, not certain: on a loaded two-core machine a
 /// handler thread can start after the owner has already completed, and then it gets a 200 replay instead. Here
 /// the owner, once its claim has committed, waits until every other request has been answered before it runs the
-/// effect and the completion, so its in-flight window covers all of them by construction. Who becomes the owner,
-/// and what the others are answered, is still decided by the real `BEGIN IMMEDIATE; INSERT OR IGNORE` race.
-pub fn run_article(db_path: &Path, config: ProtocolConfig) -> Result<ArticleRun, StoreError> {
-    SqliteStore::create(db_path, config)?;
+/// payment and the completion (the handler's two phases, `article::claim` and `article::complete`, which
+/// `article::handle` runs back to back), so its in-flight window covers all of them by construction. Who becomes
+/// the owner, and what the others are answered, is still decided by the real `BEGIN IMMEDIATE; INSERT OR IGNORE`
+/// race.
+pub fn run_article(db_path: &Path, knobs: ArticleKnobs) -> StoreResult<ArticleRun> {
+    SqliteStore::create(db_path)?;
+    let clock = Clock::default();
     let answered = Arc::new((Mutex::new(0usize), Condvar::new()));
     let handlers: Vec<_> = (0..PARALLEL_REQUEST_COUNT)
         .map(|_| {
-            let db_path = db_path.to_path_buf();
+            let (db_path, clock) = (db_path.to_path_buf(), clock.clone());
             let answered = Arc::clone(&answered);
-            std::thread::spawn(move || -> Result<Reply, StoreError> {
+            std::thread::spawn(move || -> StoreResult<Reply> {
                 // One connection per handler, as the article's create_payment opens one per call.
-                let store = SqliteStore::open(&db_path, config)?;
+                let mut db = SqliteStore::open(&db_path, clock)?;
                 let request = article_request();
-                match store.claim(&request, 0)? {
-                    super::Claimed::Owner { token, .. } => {
+                match run_now(article::claim(&mut db, &request, &knobs))? {
+                    ClaimOutcome::Owner(claimed, _) => {
                         let (count, changed) = &*answered;
                         let guard = count.lock().unwrap_or_else(|e| e.into_inner());
                         let _guard = changed
@@ -61,13 +74,13 @@ pub fn run_article(db_path: &Path, config: ProtocolConfig) -> Result<ArticleRun,
                                 *count < PARALLEL_REQUEST_COUNT - 1
                             })
                             .unwrap_or_else(|e| e.into_inner());
-                        match store.complete(&request, token, 0)? {
-                            super::Completion::Created(reply) => Ok(reply),
-                            // Taken over (only possible with a lease): start again, as any handler does.
-                            super::Completion::Refused => super::handle(&store, &request, 0),
+                        match run_now(article::complete(&mut db, &request, &claimed, &knobs))? {
+                            Some(reply) => Ok(reply),
+                            // Taken over (only possible with a lease): start again, as the handler does.
+                            None => Ok(run_now(article::handle(&mut db, &request, &knobs))),
                         }
                     }
-                    super::Claimed::Answered(reply) => {
+                    ClaimOutcome::Answered(reply) => {
                         let (count, changed) = &*answered;
                         *count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
                         changed.notify_all();
@@ -84,15 +97,15 @@ pub fn run_article(db_path: &Path, config: ProtocolConfig) -> Result<ArticleRun,
     let mut parallel_codes: Vec<u16> = parallel_replies.iter().map(|r| r.status).collect();
     parallel_codes.sort_unstable();
 
-    let store = SqliteStore::open(db_path, config)?;
-    let repeat = super::handle(&store, &article_request(), 1)?;
-    let changed = Request::new("shop-1", "k-42", json!({"amount": 900, "currency": "RUB"}));
-    let changed_body = super::handle(&store, &changed, 2)?;
+    let mut db = SqliteStore::open(db_path, clock)?;
+    let repeat = run_now(article::handle(&mut db, &article_request(), &knobs));
+    let changed = request_with_body(r#"{"amount":900,"currency":"RUB"}"#);
+    let changed_body = run_now(article::handle(&mut db, &changed, &knobs));
     Ok(ArticleRun {
         parallel_codes,
         parallel_replies,
         repeat,
         changed_body,
-        payment_count: store.payments()?.len(),
+        payment_count: db.effects(article::PAYMENTS)?.len(),
     })
 }

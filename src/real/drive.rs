@@ -1,46 +1,67 @@
-//! Model traces driven against real code: each action of a trace found by the model checker becomes calls of a
-//! real [`KeyStore`], step by step, and the two are compared after every step.
+//! The built-in world's traces driven against real stores through the library's article handler
+//! (`handler::designs::article`, with the world's knobs): each action of a trace found by the model checker
+//! becomes calls the handler makes on a real store, step by step, and the two are compared after every step. The
+//! protocol's decisions live in the handler alone; this module only maps the model's steps onto its calls.
 //!
-//! The mapping (the model's `JobStep`s are the stores' explicit steps):
-//! - `DeliverRequest { request, proc }`: process `proc` starts a handler for the request (no store call yet);
-//! - `Step { proc }` at `Claim`: [`KeyStore::claim`] (unique index) or [`KeyStore::claim_lookup`]
-//!   (select-then-insert, followed at once by [`KeyStore::claim_finish`] when the look-up does not execute);
-//!   at `Insert`: [`KeyStore::claim_finish`]; at `Effect`: nothing yet (the effect transaction is open, nothing is
-//!   committed); at `Commit`: [`KeyStore::complete`] (a refusal sends the handler back to `Claim`, as in the
-//!   model); at `Respond`: the reply is compared with the model's;
-//! - `Crash { proc }`: the handler is forgotten; one that was inside its effect transaction really opens it and
-//!   abandons it ([`StoreFlow::Crash`]), so the store rolls the payment back;
-//! - `Fail { proc }`: [`KeyStore::fail`] with the world's `on-error` (the handler then answers 500);
-//! - `ExpireKey { key }`: [`KeyStore::expire_key`] (the TTL reaper);
-//! - `ExpireLease { key }`: the key's clock moves forward by the lease (time is passed in: each key has its own
-//!   clock, so one key's expiry does not age another's claim);
-//! - client and network actions (`Send`, `Timeout`, `DeliverResponse`, `Drop`, `Duplicate`) touch no store.
+//! Each process runs the handler by replay (`handler::next_step`): the driver sees every call before it makes
+//! it, so it can stop at the model's step boundaries, which are the handler's transaction boundaries:
+//! - `DeliverRequest { request, proc }`: process `proc` starts the handler (no call yet);
+//! - `Step { proc }` at `Claim`: the claim's transaction (`now`, `BEGIN` .. `COMMIT`); a handler that then
+//!   answers (200, 409, 422) answers in this step. Select-then-insert: the SELECT's transaction, and its
+//!   INSERT's at `Insert`. At `Effect`: nothing yet (the model's effect transaction is open and uncommitted; the
+//!   real one is opened at `Commit`, so that no transaction spans two model steps and no worker waits for another's
+//!   write lock). At `Commit`: the payment's transaction, to its `COMMIT` or, fenced, its `ROLLBACK` (the handler
+//!   then claims again, as the model's). At `Respond`: the reply is compared with the model's;
+//! - `Crash { proc }`: the handler and its connection are dropped; one at `Commit` first opens its payment
+//!   transaction and writes the payment, so the store really rolls it back;
+//! - `Fail { proc }`: the handler's next call fails (at `Commit`, the one after the payment is written); the
+//!   handler's own error path applies `on-error`, and its 500 is sent at `Respond`;
+//! - `ExpireKey { key }`: the article's TTL reaper (`reap_completed`);
+//! - `ExpireLease { key }`: the key's clock moves on by the lease. Each key has its own clock (set on the store
+//!   before each of its handler's steps), so one key's expiry does not age another's claim;
+//! - client and network actions touch no store.
 //!
 //! After every step the real payments must equal the model's (count, and which operation each belongs to), every
-//! answer must equal the model's (status and payment id), and every handler must be at the model's step.
+//! key's record must match (in_progress, or completed with the same status and payment), every answer must equal
+//! the model's (status and payment id), and every handler must be at the model's step.
 
-use super::{ClaimToken, Claimed, Completion, KeyStore, Reply, Request, StoreError, StoreFlow};
+use super::stepped::{is_effect, is_transaction_end, Stepped};
+use crate::handler::designs::article::{self, ArticleKnobs, Record};
+use crate::handler::lockstep::Backend;
+use crate::handler::replay::Next;
+use crate::handler::{Answer, Call, Reply, Request, Store, StoreError};
 use crate::model::{
-    Action, Event, HttpWorld, JobStep, Key, OpRef, Proc, Record, RecordStatus, State, World,
+    Action, Event, HttpWorld, JobStep, Key, OpRef, Proc, RecordStatus, State, World,
 };
 use crate::protocol::{status, Lease};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
 
-/// Where a real handler is; mirrors the model's `JobStep`.
-#[derive(Clone, Debug)]
-enum Phase {
-    Claim,
-    Insert(super::ClaimLookup),
-    Effect(ClaimToken),
-    Commit(ClaimToken),
-    Respond(Reply),
+/// Run a future whose awaits all complete at once (a real store's calls) to its output.
+pub fn run_now<F: Future>(future: F) -> F::Output {
+    match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("awaited something that is not a real store's call"),
+    }
 }
 
-#[derive(Clone, Debug)]
-struct Handler {
-    /// The model's request (ghost data included: which operation it belongs to).
+/// Where a real handler is; mirrors the model's `JobStep`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Claim,
+    Insert,
+    Effect,
+    Commit,
+    Respond,
+}
+
+/// A handler in progress on one process, and the model's request it serves (ghost data included: which
+/// operation it belongs to).
+struct Running<C> {
     model_request: crate::model::Request,
-    request: Request,
+    run: Stepped<ArticleKnobs, C>,
     phase: Phase,
 }
 
@@ -69,16 +90,16 @@ pub struct DriveReport {
     pub real_duplicate_at: Option<usize>,
     /// Real payments per operation at the end.
     pub real_payments_per_op: BTreeMap<OpRef, usize>,
-    /// Handlers that died inside their effect transaction, which the real store rolled back.
+    /// Handlers that died inside their payment transaction, which the real store rolled back.
     pub rolled_back_crashes: usize,
-    /// Completions the real store refused (fencing), sending the handler back to its claim.
+    /// Completions the handler's fencing refused, sending it back to its claim.
     pub fenced_refusals: usize,
     /// What each step called on the real store, one line per step.
     pub log: Vec<String>,
 }
 
-/// Why the real stores cannot stand in for this world, if they cannot: they keep the key table in the same
-/// database as the effect and make no external provider call.
+/// Why the article's handler cannot stand in for this world, if it cannot: it keeps the key table in the same
+/// database as the effect and makes no external provider call.
 pub fn unsupported(world: &World) -> Option<String> {
     use crate::model::{KeyStore as ModelKeyStore, Provider};
     let Some(world) = world.http() else {
@@ -94,52 +115,60 @@ pub fn unsupported(world: &World) -> Option<String> {
     None
 }
 
-/// The real request for a model request: the store sees scope and key value as `client_id` and `key`, and the
-/// body as the model file wrote it (so raw and normalised fingerprints match the model's).
-pub fn real_request(world: &HttpWorld, request: &crate::model::Request) -> Request {
-    let text = world.body_text(request.body);
-    let body = serde_json::from_str(text).unwrap_or(serde_json::Value::Null);
-    let (client_id, key) = real_key(&request.key);
-    Request {
-        client_id,
-        key,
-        body,
-        raw_body: text.as_bytes().to_vec(),
+/// The article's knobs for a world: its protocol and its `on-error`.
+pub fn knobs(world: &HttpWorld) -> ArticleKnobs {
+    ArticleKnobs {
+        protocol: world.server().protocol(),
+        on_error: world.server().on_error(),
     }
 }
 
-/// Drives one model world and one real store in lockstep.
-pub struct Driver<'a> {
+/// The handler's request for a model request: the model's key scope and value as client and key, and the body
+/// as the model file wrote it (so raw and normalised fingerprints match the model's).
+pub fn real_request(world: &HttpWorld, request: &crate::model::Request) -> Request {
+    Request {
+        client: format!("scope-{}", request.key.scope),
+        key: format!("key-{}", request.key.value),
+        body: world.body_text(request.body).to_string(),
+    }
+}
+
+/// Drives one model world and the article's handler on one real store in lockstep.
+pub struct Driver<'a, B: Backend> {
     world: &'a HttpWorld,
-    /// `stores[p]` is process p's handle on the store: one connection each (SQLite), or one shared store.
-    stores: Vec<&'a dyn KeyStore>,
+    backend: &'a B,
+    knobs: ArticleKnobs,
+    /// Reads records and runs the TTL reaper.
+    observer: B::Store,
     state: State,
-    handlers: Vec<Option<Handler>>,
+    handlers: Vec<Option<Running<B::Store>>>,
     key_clock_ms: BTreeMap<Key, u64>,
+    keys_seen: BTreeSet<Key>,
     /// Which operation each real payment belongs to, by payment id (the real store does not know operations).
     ledger: BTreeMap<u64, OpRef>,
     report: DriveReport,
     enabled: Vec<Action>,
 }
 
-impl<'a> Driver<'a> {
-    /// `stores` must hold one handle per server process of `world`, all on one fresh store.
-    pub fn new(world: &'a HttpWorld, stores: Vec<&'a dyn KeyStore>) -> Driver<'a> {
-        assert_eq!(
-            stores.len(),
-            world.processes() as usize,
-            "one store handle per process"
-        );
-        Driver {
+impl<'a, B: Backend> Driver<'a, B> {
+    /// `backend` must be a fresh store (no rows, no payments).
+    pub fn new(world: &'a HttpWorld, backend: &'a B) -> Result<Driver<'a, B>, DriveError> {
+        let observer = backend
+            .connect()
+            .map_err(|error| DriveError::Store { step: 0, error })?;
+        Ok(Driver {
             world,
-            stores,
+            backend,
+            knobs: knobs(world),
+            observer,
             state: world.init_state(),
-            handlers: vec![None; world.processes() as usize],
+            handlers: (0..world.processes()).map(|_| None).collect(),
             key_clock_ms: BTreeMap::new(),
+            keys_seen: BTreeSet::new(),
             ledger: BTreeMap::new(),
             report: DriveReport::default(),
             enabled: Vec::new(),
-        }
+        })
     }
 
     /// The model state reached so far.
@@ -167,104 +196,7 @@ impl<'a> Driver<'a> {
             return Err(DriveError::NotEnabled { step, action });
         }
         let (next, events) = self.world.next_state(&self.state, &action);
-        let store_error = |error| DriveError::Store { step, error };
-        let diverged = |detail: String| DriveError::Diverged {
-            step,
-            action,
-            detail,
-        };
-        let line = match action {
-            Action::DeliverRequest { request, proc } => {
-                self.handlers[proc as usize] = Some(Handler {
-                    model_request: request,
-                    request: real_request(self.world, &request),
-                    phase: Phase::Claim,
-                });
-                format!("process {proc}: handler starts")
-            }
-            Action::Step { proc } => {
-                let expected = expected_answer(&self.state, &next, proc, events);
-                let answer = self.step_handler(proc).map_err(store_error)?;
-                if answer.as_ref().map(reply_summary) != expected {
-                    return Err(diverged(format!(
-                        "process {proc} answered {:?}, the model {expected:?}",
-                        answer.as_ref().map(reply_summary)
-                    )));
-                }
-                let phase = self.handlers[proc as usize].as_ref().map(|h| &h.phase);
-                format!("process {proc}: {}", describe(phase, answer.as_ref()))
-            }
-            Action::Crash { proc } => {
-                let crashed = self.handlers[proc as usize].take();
-                match crashed {
-                    Some(Handler {
-                        request,
-                        model_request,
-                        phase: Phase::Commit(token),
-                    }) => {
-                        let now_ms = self.now_ms(&model_request.key);
-                        let store = self.stores[proc as usize];
-                        match store.complete_with(&request, token, now_ms, &mut || StoreFlow::Crash)
-                        {
-                            Err(StoreError::Crashed) | Ok(Completion::Refused) => {}
-                            Ok(Completion::Created(reply)) => {
-                                return Err(diverged(format!(
-                                    "a crashed handler committed {reply:?}"
-                                )))
-                            }
-                            Err(error) => return Err(store_error(error)),
-                        }
-                        self.report.rolled_back_crashes += 1;
-                        format!("process {proc}: dies inside its effect transaction (rolled back)")
-                    }
-                    _ => format!("process {proc}: dies"),
-                }
-            }
-            Action::ExpireLease { key } => {
-                let lease_ms = match self.world.server().protocol().lease {
-                    Lease::Ms(lease_ms) => lease_ms,
-                    Lease::None => return Err(diverged("a lease expired without a lease".into())),
-                };
-                *self.key_clock_ms.entry(key).or_insert(0) += lease_ms;
-                format!("clock of key {}/{} +{lease_ms} ms", key.scope, key.value)
-            }
-            Action::Fail { proc } => {
-                let handler = self.handlers[proc as usize].as_mut();
-                let Some(handler) = handler else {
-                    return Err(diverged(format!("process {proc} has no handler to fail")));
-                };
-                let token = match handler.phase {
-                    Phase::Effect(token) | Phase::Commit(token) => token,
-                    _ => return Err(diverged(format!("process {proc} fails outside its work"))),
-                };
-                let store = self.stores[proc as usize];
-                let reply = store
-                    .fail(&handler.request, token, self.world.server().on_error())
-                    .map_err(store_error)?;
-                handler.phase = Phase::Respond(reply);
-                format!(
-                    "process {proc}: handler fails (500), on-error {:?}",
-                    self.world.server().on_error()
-                )
-            }
-            Action::ExpireKey { key } => {
-                let (client_id, key_text) = real_key(&key);
-                self.stores[0]
-                    .expire_key(&client_id, &key_text)
-                    .map_err(store_error)?;
-                format!("TTL reaper deletes completed key {client_id}/{key_text}")
-            }
-            Action::Republish { .. } => {
-                return Err(diverged(
-                    "real stores do not model a broker or a producer".into(),
-                ))
-            }
-            Action::Send { .. }
-            | Action::Timeout { .. }
-            | Action::DeliverResponse { .. }
-            | Action::Drop { .. }
-            | Action::Duplicate { .. } => "(client or network only)".to_string(),
-        };
+        let line = self.real_step(step, action, &next, events)?;
         self.state = next;
         self.report.steps_driven = step;
         self.report
@@ -276,56 +208,189 @@ impl<'a> Driver<'a> {
         self.compare(step, action)
     }
 
-    fn now_ms(&self, key: &Key) -> u64 {
-        self.key_clock_ms.get(key).copied().unwrap_or(0)
+    /// The real calls for one model action; one line saying what they did.
+    fn real_step(
+        &mut self,
+        step: usize,
+        action: Action,
+        next: &State,
+        events: crate::model::Events,
+    ) -> Result<String, DriveError> {
+        let diverged = |detail: String| DriveError::Diverged {
+            step,
+            action,
+            detail,
+        };
+        let store_error = |error| DriveError::Store { step, error };
+        Ok(match action {
+            Action::DeliverRequest { request, proc } => {
+                self.keys_seen.insert(request.key);
+                let connection = self.backend.connect().map_err(store_error)?;
+                let run = Stepped::new(self.knobs, connection, real_request(self.world, &request));
+                self.handlers[proc as usize] = Some(Running {
+                    model_request: request,
+                    run,
+                    phase: Phase::Claim,
+                });
+                format!("process {proc}: handler starts")
+            }
+            Action::Step { proc } => {
+                let expected = expected_answer(&self.state, next, proc, events);
+                let answer = self.step_handler(proc).map_err(diverged)?;
+                if answer.as_ref().map(reply_summary) != expected {
+                    return Err(diverged(format!(
+                        "process {proc} answered {:?}, the model {expected:?}",
+                        answer.as_ref().map(reply_summary)
+                    )));
+                }
+                self.describe(proc, answer.as_ref())
+            }
+            Action::Crash { proc } => self.crash(proc).map_err(diverged)?,
+            Action::ExpireLease { key } => {
+                let lease_ms = match self.knobs.protocol.lease {
+                    Lease::Ms(lease_ms) => lease_ms,
+                    Lease::None => return Err(diverged("a lease expired without a lease".into())),
+                };
+                *self.key_clock_ms.entry(key).or_insert(0) += lease_ms;
+                format!("clock of key {}/{} +{lease_ms} ms", key.scope, key.value)
+            }
+            Action::Fail { proc } => self.fail(proc).map_err(diverged)?,
+            Action::ExpireKey { key } => {
+                self.set_clock(&key);
+                let record_key = record_key_of(&key);
+                let reaped = run_now(article::reap_completed(&mut self.observer, &record_key))
+                    .map_err(store_error)?;
+                format!("TTL reaper on {record_key}: forgotten {reaped}")
+            }
+            Action::Republish { .. } => {
+                return Err(diverged(
+                    "the article's handler knows no broker or producer".into(),
+                ))
+            }
+            Action::Send { .. }
+            | Action::Timeout { .. }
+            | Action::DeliverResponse { .. }
+            | Action::Drop { .. }
+            | Action::Duplicate { .. } => "(client or network only)".to_string(),
+        })
     }
 
-    /// Run process `proc`'s next real step; returns the reply if the handler answered (and so ended).
-    fn step_handler(&mut self, proc: u8) -> Result<Option<Reply>, StoreError> {
-        let store = self.stores[proc as usize];
-        let Some(mut handler) = self.handlers[proc as usize].take() else {
+    fn set_clock(&self, key: &Key) {
+        let now_ms = self.key_clock_ms.get(key).copied().unwrap_or(0);
+        self.backend.clock().set_ms(now_ms);
+    }
+
+    /// Run process `proc`'s next model step; the reply if the handler answered (and so ended).
+    fn step_handler(&mut self, proc: u8) -> Result<Option<Reply>, String> {
+        let Some(mut running) = self.handlers[proc as usize].take() else {
             return Ok(None);
         };
-        let now_ms = self.now_ms(&handler.model_request.key);
-        let request = &handler.request;
-        let next_phase = match handler.phase {
-            Phase::Claim => {
-                let lookup = store.claim_lookup(request, now_ms)?;
-                if lookup
-                    .0
-                    .as_ref()
-                    .is_some_and(|decision| decision.executes())
-                {
-                    Phase::Insert(lookup)
-                } else {
-                    match store.claim_finish(request, lookup, now_ms)? {
-                        Claimed::Owner { token, .. } => Phase::Effect(token),
-                        Claimed::Answered(reply) => return Ok(Some(reply)),
+        self.set_clock(&running.model_request.key);
+        let claim = self.knobs.protocol.claim;
+        running.phase = match running.phase {
+            Phase::Claim | Phase::Insert => {
+                self.run_until(&mut running, is_transaction_end)?;
+                match running.run.next() {
+                    Next::Reply(reply) => return Ok(Some(reply)),
+                    Next::Call(_)
+                        if running.phase == Phase::Claim
+                            && claim == crate::protocol::Claim::SelectThenInsert =>
+                    {
+                        Phase::Insert
                     }
+                    Next::Call(_) => Phase::Effect,
                 }
             }
-            Phase::Insert(lookup) => match store.claim_finish(request, lookup, now_ms)? {
-                Claimed::Owner { token, .. } => Phase::Effect(token),
-                Claimed::Answered(reply) => return Ok(Some(reply)),
-            },
-            Phase::Effect(token) => Phase::Commit(token),
-            Phase::Commit(token) => match store.complete(request, token, now_ms)? {
-                Completion::Created(reply) => {
-                    if let Some(id) = payment_id(&reply) {
-                        self.ledger.insert(id, handler.model_request.from);
-                    }
-                    Phase::Respond(reply)
-                }
-                Completion::Refused => {
+            Phase::Effect => Phase::Commit,
+            Phase::Commit => match self.run_until(&mut running, is_transaction_end)? {
+                Call::Rollback => {
                     self.report.fenced_refusals += 1;
                     Phase::Claim
                 }
+                _ => Phase::Respond,
             },
-            Phase::Respond(reply) => return Ok(Some(reply)),
+            Phase::Respond => match running.run.next() {
+                Next::Reply(reply) => return Ok(Some(reply)),
+                Next::Call(call) => return Err(format!("process {proc} still calls {call:?}")),
+            },
         };
-        handler.phase = next_phase;
-        self.handlers[proc as usize] = Some(handler);
+        self.handlers[proc as usize] = Some(running);
         Ok(None)
+    }
+
+    /// The model's crash: the handler and its connection are dropped (at `Commit`, with the payment written).
+    fn crash(&mut self, proc: u8) -> Result<String, String> {
+        let Some(mut running) = self.handlers[proc as usize].take() else {
+            return Ok(format!("process {proc}: dies idle"));
+        };
+        if running.phase != Phase::Commit {
+            return Ok(format!("process {proc}: dies"));
+        }
+        self.set_clock(&running.model_request.key);
+        self.run_until(&mut running, is_effect)?;
+        drop(running);
+        self.report.rolled_back_crashes += 1;
+        Ok(format!(
+            "process {proc}: dies inside its payment transaction (rolled back)"
+        ))
+    }
+
+    /// The model's handler error: the next call fails, and the handler's error path runs to its 500.
+    fn fail(&mut self, proc: u8) -> Result<String, String> {
+        let mut running = self.handlers[proc as usize]
+            .take()
+            .ok_or_else(|| format!("process {proc} has no handler to fail"))?;
+        self.set_clock(&running.model_request.key);
+        if running.phase == Phase::Commit {
+            self.run_until(&mut running, is_effect)?;
+        }
+        if !running.run.fail_next() {
+            return Err(format!("process {proc} fails after answering"));
+        }
+        // The error path (rollback, `on-error`) runs to the 500, which is sent at `Respond`.
+        self.run_until(&mut running, |_| false)
+            .expect_err("a handler that answers");
+        running.phase = Phase::Respond;
+        self.handlers[proc as usize] = Some(running);
+        Ok(format!(
+            "process {proc}: handler fails, on-error {:?}",
+            self.knobs.on_error
+        ))
+    }
+
+    /// Make calls until one for which `stop` holds has been made (payments go into the ledger); that call. A
+    /// reply first is a divergence.
+    fn run_until(
+        &mut self,
+        running: &mut Running<B::Store>,
+        stop: impl Fn(&Call) -> bool,
+    ) -> Result<Call, String> {
+        loop {
+            let (call, answer) = running
+                .run
+                .step()
+                .map_err(|reply| format!("the handler answered {reply:?} before its step ended"))?;
+            if let (Call::InsertEffect { .. }, Answer::Id(id)) = (call, answer) {
+                self.ledger.insert(*id, running.model_request.from);
+            }
+            if stop(call) {
+                return Ok(call.clone());
+            }
+        }
+    }
+
+    fn describe(&self, proc: u8, answer: Option<&Reply>) -> String {
+        let phase = self.handlers[proc as usize].as_ref().map(|h| h.phase);
+        let what = match (phase, answer) {
+            (_, Some(reply)) => format!("answers {:?}", reply_summary(reply)),
+            (Some(Phase::Insert), None) => "SELECT found the key free: will INSERT".to_string(),
+            (Some(Phase::Effect), None) => "owns the key".to_string(),
+            (Some(Phase::Commit), None) => "payment transaction to come".to_string(),
+            (Some(Phase::Respond), None) => "committed payment and completion".to_string(),
+            (Some(Phase::Claim), None) => "completion refused (fenced): claims again".to_string(),
+            (None, None) => "idle".to_string(),
+        };
+        format!("process {proc}: {what}")
     }
 
     /// Compare the real store and handlers with the model state after a step.
@@ -335,19 +400,15 @@ impl<'a> Driver<'a> {
             action,
             detail,
         };
-        let payments = self.stores[0]
-            .payments()
+        let committed = self
+            .backend
+            .effects()
             .map_err(|error| DriveError::Store { step, error })?;
-        let mut real_owners = Vec::with_capacity(payments.len());
-        for payment in &payments {
-            match self.ledger.get(&payment.payment_id) {
+        let mut real_owners = Vec::with_capacity(committed);
+        for id in 1..=committed as u64 {
+            match self.ledger.get(&id) {
                 Some(op) => real_owners.push(*op),
-                None => {
-                    return Err(diverged(format!(
-                        "payment {} has no handler",
-                        payment.payment_id
-                    )))
-                }
+                None => return Err(diverged(format!("payment {id} has no handler"))),
             }
         }
         if real_owners[..] != self.state.store.payments[..] {
@@ -366,7 +427,7 @@ impl<'a> Driver<'a> {
         self.report.real_payments_per_op = per_op;
         self.compare_records(step, action)?;
         for (proc, model_proc) in self.state.procs.iter().enumerate() {
-            let real = self.handlers[proc].as_ref().map(|h| phase_name(&h.phase));
+            let real = self.handlers[proc].as_ref().map(|h| phase_name(h.phase));
             let model = match model_proc {
                 Proc::Idle => None,
                 Proc::Busy(job) => Some(job_step_name(&job.step)),
@@ -379,32 +440,46 @@ impl<'a> Driver<'a> {
         }
         Ok(())
     }
-}
 
-impl Driver<'_> {
-    /// Every key's record: in the model a record per key; in the store the key's latest row. Same keys, same
-    /// status (in_progress, or completed with the same payment).
-    fn compare_records(&self, step: usize, action: Action) -> Result<(), DriveError> {
-        let rows = self.stores[0]
-            .rows()
-            .map_err(|error| DriveError::Store { step, error })?;
-        let mut real: BTreeMap<(String, String), Option<(u16, u64)>> = BTreeMap::new();
-        for row in &rows {
-            let completed_payment = row
-                .response
-                .as_ref()
-                .map(|response| (response.status, response.payment_id().unwrap_or(0)));
-            real.insert((row.client_id.clone(), row.key.clone()), completed_payment);
-        }
+    /// Every key's record: the same keys, the same status (in_progress, or completed with the same status and
+    /// payment).
+    fn compare_records(&mut self, step: usize, action: Action) -> Result<(), DriveError> {
+        let mut real = BTreeMap::new();
         let mut model = BTreeMap::new();
-        for (key, record) in &self.state.store.records {
-            let completed_payment = match record.status {
-                RecordStatus::InProgress { .. } => None,
-                RecordStatus::Completed { code, payload } => {
-                    Some((code, payload.map_or(0, u64::from)))
-                }
-            };
-            model.insert(real_key(key), completed_payment);
+        let keys: BTreeSet<Key> = self
+            .keys_seen
+            .iter()
+            .chain(self.state.store.records.keys())
+            .copied()
+            .collect();
+        for key in keys {
+            let row = run_now(self.observer.get(article::KEYS, &record_key_of(&key)))
+                .map_err(|error| DriveError::Store { step, error })?;
+            if let Some(text) = row {
+                let summary = match Record::decode(&text) {
+                    Some(Record::Completed { status, body, .. }) => {
+                        Some((status, payment_id(&body)))
+                    }
+                    Some(Record::InProgress { .. }) => None,
+                    None => {
+                        return Err(DriveError::Diverged {
+                            step,
+                            action,
+                            detail: format!("not a record: {text}"),
+                        })
+                    }
+                };
+                real.insert(key, summary);
+            }
+            if let Some(record) = self.state.store.records.get(&key) {
+                let summary = match record.status {
+                    RecordStatus::InProgress { .. } => None,
+                    RecordStatus::Completed { code, payload } => {
+                        Some((code, payload.map_or(0, u64::from)))
+                    }
+                };
+                model.insert(key, summary);
+            }
         }
         if real != model {
             return Err(DriveError::Diverged {
@@ -419,9 +494,9 @@ impl Driver<'_> {
     }
 }
 
-/// The store's (client_id, key) for a model key.
-fn real_key(key: &Key) -> (String, String) {
-    (format!("scope-{}", key.scope), format!("key-{}", key.value))
+/// The model key's record key in the article's table (as `article::record_key` makes it from the request).
+fn record_key_of(key: &Key) -> String {
+    format!("scope-{}/key-{}", key.scope, key.value)
 }
 
 /// The answer the model gave in this step for process `proc`, as (status, payment id), if it answered.
@@ -440,7 +515,7 @@ fn expected_answer(
     match job.step {
         JobStep::Respond { code, payload } => Some((code, payload.map(u64::from))),
         _ if events.has(Event::Replay) => match before.store.records.get(&job.request.key) {
-            Some(Record {
+            Some(crate::model::Record {
                 status: RecordStatus::Completed { code, payload },
                 ..
             }) => Some((status::replay_status(*code), payload.map(u64::from))),
@@ -452,21 +527,26 @@ fn expected_answer(
     }
 }
 
-fn payment_id(reply: &Reply) -> Option<u64> {
-    reply.body.get("payment_id").and_then(|id| id.as_u64())
+/// The payment id a reply's (or a stored response's) body reports; 0 when it reports none.
+fn payment_id(body: &str) -> u64 {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|value| value.get("payment_id").and_then(|id| id.as_u64()))
+        .unwrap_or(0)
 }
 
 fn reply_summary(reply: &Reply) -> (u16, Option<u64>) {
-    (reply.status, payment_id(reply))
+    let id = payment_id(&reply.body);
+    (reply.status, (id > 0).then_some(id))
 }
 
-fn phase_name(phase: &Phase) -> &'static str {
+fn phase_name(phase: Phase) -> &'static str {
     match phase {
         Phase::Claim => "claim",
-        Phase::Insert(_) => "insert",
-        Phase::Effect(_) => "effect",
-        Phase::Commit(_) => "commit",
-        Phase::Respond(_) => "respond",
+        Phase::Insert => "insert",
+        Phase::Effect => "effect",
+        Phase::Commit => "commit",
+        Phase::Respond => "respond",
     }
 }
 
@@ -479,24 +559,5 @@ fn job_step_name(step: &JobStep) -> &'static str {
         JobStep::Respond { .. } => "respond",
         JobStep::Provider => "provider",
         JobStep::CompleteKv { .. } => "complete-kv",
-    }
-}
-
-fn describe(phase: Option<&Phase>, answer: Option<&Reply>) -> String {
-    match (phase, answer) {
-        (_, Some(reply)) => format!("answers {:?}", reply_summary(reply)),
-        (Some(Phase::Insert(_)), None) => "SELECT found the key free: will INSERT".to_string(),
-        (Some(Phase::Effect(token)), None) => format!("owns the key (claim token {})", token.0),
-        (Some(Phase::Commit(_)), None) => {
-            "effect transaction open (payment not committed)".to_string()
-        }
-        (Some(Phase::Respond(reply)), None) => {
-            format!(
-                "committed payment and completion: {:?}",
-                reply_summary(reply)
-            )
-        }
-        (Some(Phase::Claim), None) => "completion refused (fenced): claims again".to_string(),
-        (None, None) => "idle".to_string(),
     }
 }

@@ -1,81 +1,67 @@
-//! The in-memory key store: the protocol's tables in a `Vec` behind one lock of the caller's choice.
+//! The store interface in memory: tables of rows under unique keys, effect tables, a key-value map with expiry
+//! times and the provider's charges, behind one lock of the caller's choice, so that std, loom and shuttle run the
+//! same store code under the same handlers.
 //!
-//! The rows are a plain list, like a table: under [`Claim::UniqueIndex`] the claim looks for the key and inserts in
-//! one critical section (one `Lock::with`), the in-memory `INSERT OR IGNORE`; under [`Claim::SelectThenInsert`] the
-//! look-up and the insert are two critical sections, so two requests can both see no row and both insert. Reads
-//! see a key's latest row and a completion updates every row of the key, as SQL without a unique index would.
+//! One writer at a time, as SQLite's `BEGIN IMMEDIATE`: `begin` (and a row call outside a transaction, which is
+//! a transaction of its own) takes the write flag, waiting (`Lock::with_when`) while another connection holds
+//! it. A transaction's writes are kept in its connection and applied in one critical section at `commit`;
+//! a dropped connection (a crashed worker) loses them and frees the flag. Each call is one critical section, so
+//! every store call is a point where loom and shuttle may run another thread.
 
-use super::{
-    decide_on_row, internal_error_reply, open_claim_token, payment_response, reply_for,
-    still_holds_claim, ClaimLookup, ClaimToken, Claimed, Completion, KeyRow, KeyStore, Lock,
-    OnError, Payment, Reply, Request, StoreError, StoreFlow, StoredResponse,
-};
-use crate::protocol::{self, status, Claim, Decision, ProtocolConfig};
+use super::Lock;
+use crate::handler::api::{Clock, SetMode, Store, StoreError, StoreResult};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// The store's tables: key records (no index: duplicates are possible under select-then-insert) and payments.
+/// What the store holds. Public for assertions (`MemoryStore::snapshot`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tables {
-    pub rows: Vec<KeyRow>,
-    pub payments: Vec<Payment>,
-    /// The last claim token handed out (tokens start at 1).
-    pub token_last: u64,
+    /// (table, key) -> value.
+    pub rows: BTreeMap<(String, String), String>,
+    /// Effect rows in commit order: (table, value).
+    pub effects: Vec<(String, String)>,
+    /// key -> (value, expiry time in ms).
+    pub kv: BTreeMap<String, (String, Option<u64>)>,
+    /// Provider charges: (idempotency key, body).
+    pub charges: Vec<(Option<String>, String)>,
+    /// The connection holding the write flag.
+    writer: Option<u64>,
+    connections: u64,
 }
 
-impl Tables {
-    /// The key's latest row (its only row under a unique index).
-    fn latest_row(&self, request: &Request) -> Option<&KeyRow> {
-        self.rows
-            .iter()
-            .rev()
-            .find(|row| row.client_id == request.client_id && row.key == request.key)
-    }
-
-    /// Act on an executing decision. A unique index takes an expired claim over in its row; select-then-insert
-    /// always inserts a new row (it has no index to find the old one by). Returns the new claim's token.
-    fn write_claim(
-        &mut self,
-        claim: Claim,
-        request: &Request,
-        decision: &Decision<StoredResponse>,
-        fingerprint: protocol::Fingerprint,
-        now_ms: u64,
-    ) -> ClaimToken {
-        self.token_last += 1;
-        let token = ClaimToken(self.token_last);
-        let existing = self
-            .rows
-            .iter_mut()
-            .rev()
-            .find(|row| row.client_id == request.client_id && row.key == request.key);
-        match (claim, decision, existing) {
-            (Claim::UniqueIndex, Decision::TakeOver, Some(row)) => {
-                row.token = token;
-                row.claimed_at_ms = now_ms;
-            }
-            _ => self.rows.push(KeyRow {
-                client_id: request.client_id.clone(),
-                key: request.key.clone(),
-                fingerprint,
-                token,
-                claimed_at_ms: now_ms,
-                response: None,
-            }),
-        }
-        token
-    }
+/// A connection's open transaction: its writes, not yet committed.
+#[derive(Default)]
+struct Txn {
+    /// (table, key) -> new value, or `None` for a delete.
+    writes: BTreeMap<(String, String), Option<String>>,
+    effects: Vec<(String, String)>,
 }
 
 /// The in-memory store. `L` is the lock: [`super::StdLock`] in a service, loom's or shuttle's mutex in tests.
 pub struct MemoryStore<L> {
-    config: ProtocolConfig,
     tables: L,
+    clock: Clock,
 }
 
 impl<L: Lock<Tables>> MemoryStore<L> {
-    pub fn new(config: ProtocolConfig) -> Self {
+    /// An empty store whose connections read time from `clock`.
+    pub fn new(clock: Clock) -> Self {
         MemoryStore {
-            config,
             tables: L::new(Tables::default()),
+            clock,
+        }
+    }
+
+    /// A new connection (one per worker, as a service opens one per handler).
+    pub fn connect(self: &Arc<Self>) -> MemoryConnection<L> {
+        let id = self.tables.with(|tables| {
+            tables.connections += 1;
+            tables.connections
+        });
+        MemoryConnection {
+            store: Arc::clone(self),
+            id,
+            txn: None,
         }
     }
 
@@ -83,154 +69,231 @@ impl<L: Lock<Tables>> MemoryStore<L> {
     pub fn snapshot(&self) -> Tables {
         self.tables.with(|tables| tables.clone())
     }
-}
 
-impl<L: Lock<Tables>> KeyStore for MemoryStore<L> {
-    fn config(&self) -> &ProtocolConfig {
-        &self.config
-    }
-
-    fn claim_lookup(&self, request: &Request, now_ms: u64) -> Result<ClaimLookup, StoreError> {
-        match self.config.claim {
-            Claim::UniqueIndex => Ok(ClaimLookup(None)),
-            Claim::SelectThenInsert => {
-                let fingerprint = request.fingerprint(&self.config);
-                let decision = self.tables.with(|tables| {
-                    decide_on_row(
-                        &self.config,
-                        &fingerprint,
-                        tables.latest_row(request),
-                        now_ms,
-                    )
-                });
-                Ok(ClaimLookup(Some(decision)))
-            }
-        }
-    }
-
-    fn claim_finish(
-        &self,
-        request: &Request,
-        lookup: ClaimLookup,
-        now_ms: u64,
-    ) -> Result<Claimed, StoreError> {
-        let fingerprint = request.fingerprint(&self.config);
-        let claim = self.config.claim;
-        let (token, decision) = match (claim, lookup.0) {
-            // The broken variant acts on what its earlier SELECT saw, without looking again.
-            (Claim::SelectThenInsert, Some(decision)) => {
-                let token = decision.executes().then(|| {
-                    self.tables.with(|tables| {
-                        tables.write_claim(claim, request, &decision, fingerprint, now_ms)
-                    })
-                });
-                (token, decision)
-            }
-            // One critical section: look, decide, and write the claim (INSERT OR IGNORE + read back).
-            _ => self.tables.with(|tables| {
-                let decision = decide_on_row(
-                    &self.config,
-                    &fingerprint,
-                    tables.latest_row(request),
-                    now_ms,
-                );
-                let token = decision
-                    .executes()
-                    .then(|| tables.write_claim(claim, request, &decision, fingerprint, now_ms));
-                (token, decision)
-            }),
-        };
-        match token {
-            Some(token) => Ok(Claimed::Owner { token, decision }),
-            None => Ok(Claimed::Answered(
-                reply_for(&decision)?.expect("a decision that does not execute has a reply"),
-            )),
-        }
-    }
-
-    fn complete_with(
-        &self,
-        request: &Request,
-        token: ClaimToken,
-        _now_ms: u64,
-        before_commit: &mut dyn FnMut() -> StoreFlow,
-    ) -> Result<Completion, StoreError> {
-        // The effect and the completion in one critical section: the in-memory single transaction. The writes
-        // are prepared first and applied only after the hook said commit, which is what a rollback leaves.
+    /// Committed effect rows of a table, in id order.
+    pub fn effects(&self, table: &str) -> Vec<String> {
         self.tables.with(|tables| {
-            let record_token = open_claim_token(tables.latest_row(request));
-            if !protocol::may_complete(self.config.fencing, &token, record_token.as_ref()) {
-                return Ok(Completion::Refused);
-            }
-            let payment_id = tables.payments.len() as u64 + 1;
-            let response = payment_response(payment_id, request);
-            if before_commit() == StoreFlow::Crash {
-                return Err(StoreError::Crashed);
-            }
-            tables.payments.push(Payment {
-                payment_id,
-                client_id: request.client_id.clone(),
-                key: request.key.clone(),
-                amount: request.amount().to_string(),
-            });
-            for row in tables.rows.iter_mut() {
-                if row.client_id == request.client_id && row.key == request.key {
-                    row.response = Some(StoredResponse {
-                        status: status::CREATED,
-                        body: response.to_string(),
-                    });
-                }
-            }
-            Ok(Completion::Created(Reply {
-                status: Decision::<String>::Execute.status(),
-                body: response,
-            }))
+            tables
+                .effects
+                .iter()
+                .filter(|(t, _)| t == table)
+                .map(|(_, value)| value.clone())
+                .collect()
         })
     }
 
-    fn fail(
-        &self,
-        request: &Request,
-        token: ClaimToken,
-        on_error: OnError,
-    ) -> Result<Reply, StoreError> {
-        let reply = internal_error_reply();
-        self.tables.with(|tables| {
-            if !still_holds_claim(token, tables.latest_row(request)) {
-                return;
-            }
-            let of_key =
-                |row: &KeyRow| row.client_id == request.client_id && row.key == request.key;
-            match on_error {
-                OnError::StoreResponse => {
-                    for row in tables.rows.iter_mut().filter(|row| of_key(row)) {
-                        row.response = Some(StoredResponse {
-                            status: reply.status,
-                            body: reply.body.to_string(),
-                        });
-                    }
-                }
-                OnError::DeleteKey => tables.rows.retain(|row| !of_key(row)),
-                OnError::KeepInProgress => {}
-            }
-        });
-        Ok(reply)
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+}
+
+/// One connection to a [`MemoryStore`]: its open transaction, if any. Dropping it rolls that back.
+pub struct MemoryConnection<L: Lock<Tables>> {
+    store: Arc<MemoryStore<L>>,
+    id: u64,
+    txn: Option<Txn>,
+}
+
+impl<L: Lock<Tables>> Drop for MemoryConnection<L> {
+    fn drop(&mut self) {
+        if self.txn.take().is_some() {
+            let id = self.id;
+            self.store.tables.with(|tables| release(tables, id));
+        }
+    }
+}
+
+fn release(tables: &mut Tables, id: u64) {
+    if tables.writer == Some(id) {
+        tables.writer = None;
+    }
+}
+
+fn apply(tables: &mut Tables, txn: Txn) {
+    for (place, value) in txn.writes {
+        match value {
+            Some(value) => tables.rows.insert(place, value),
+            None => tables.rows.remove(&place),
+        };
+    }
+    tables.effects.extend(txn.effects);
+}
+
+fn read(tables: &Tables, txn: &Txn, table: &str, key: &str) -> Option<String> {
+    let place = (table.to_string(), key.to_string());
+    match txn.writes.get(&place) {
+        Some(written) => written.clone(),
+        None => tables.rows.get(&place).cloned(),
+    }
+}
+
+fn write(txn: &mut Txn, table: &str, key: &str, value: Option<&str>) {
+    txn.writes.insert(
+        (table.to_string(), key.to_string()),
+        value.map(str::to_string),
+    );
+}
+
+impl<L: Lock<Tables>> MemoryConnection<L> {
+    /// Wait for the write flag, then hold it.
+    fn acquire(&self) {
+        let id = self.id;
+        self.store.tables.with_when(
+            |tables| tables.writer.is_none(),
+            |tables| tables.writer = Some(id),
+        );
     }
 
-    fn expire_key(&self, client_id: &str, key: &str) -> Result<(), StoreError> {
-        self.tables.with(|tables| {
-            tables.rows.retain(|row| {
-                !(row.client_id == client_id && row.key == key && row.response.is_some())
-            })
+    /// A row call: in the open transaction, or as a transaction of its own.
+    fn rows<R>(&mut self, call: impl FnOnce(&Tables, &mut Txn) -> R) -> R {
+        if let Some(txn) = self.txn.as_mut() {
+            return self.store.tables.with(|tables| call(tables, txn));
+        }
+        self.acquire();
+        let id = self.id;
+        self.store.tables.with(|tables| {
+            let mut txn = Txn::default();
+            let result = call(tables, &mut txn);
+            apply(tables, txn);
+            release(tables, id);
+            result
+        })
+    }
+
+    /// A key-value call (no transaction): expired keys are gone first.
+    fn kv<R>(&self, call: impl FnOnce(&mut Tables, u64) -> R) -> R {
+        let now_ms = self.store.clock.now_ms();
+        self.store.tables.with(|tables| {
+            tables
+                .kv
+                .retain(|_, (_, expiry)| expiry.is_none_or(|at| at > now_ms));
+            call(tables, now_ms)
+        })
+    }
+
+    fn end(&mut self, commit: bool) -> StoreResult<()> {
+        let txn = self.txn.take().ok_or(StoreError::NoTransaction)?;
+        let id = self.id;
+        self.store.tables.with(|tables| {
+            if commit {
+                apply(tables, txn);
+            }
+            release(tables, id);
         });
         Ok(())
     }
+}
 
-    fn payments(&self) -> Result<Vec<Payment>, StoreError> {
-        Ok(self.tables.with(|tables| tables.payments.clone()))
+impl<L: Lock<Tables>> Store for MemoryConnection<L> {
+    async fn begin(&mut self) -> StoreResult<()> {
+        if self.txn.is_some() {
+            return Err(StoreError::NoTransaction);
+        }
+        self.acquire();
+        self.txn = Some(Txn::default());
+        Ok(())
     }
-
-    fn rows(&self) -> Result<Vec<KeyRow>, StoreError> {
-        Ok(self.tables.with(|tables| tables.rows.clone()))
+    async fn commit(&mut self) -> StoreResult<()> {
+        self.end(true)
+    }
+    async fn rollback(&mut self) -> StoreResult<()> {
+        self.end(false)
+    }
+    async fn insert_if_absent(&mut self, table: &str, key: &str, value: &str) -> StoreResult<bool> {
+        Ok(self.rows(|tables, txn| {
+            let absent = read(tables, txn, table, key).is_none();
+            if absent {
+                write(txn, table, key, Some(value));
+            }
+            absent
+        }))
+    }
+    async fn get(&mut self, table: &str, key: &str) -> StoreResult<Option<String>> {
+        Ok(self.rows(|tables, txn| read(tables, txn, table, key)))
+    }
+    async fn update(
+        &mut self,
+        table: &str,
+        key: &str,
+        value: &str,
+        expected: Option<&str>,
+    ) -> StoreResult<bool> {
+        Ok(self.rows(|tables, txn| {
+            let current = read(tables, txn, table, key);
+            let matches = match expected {
+                Some(expected) => current.as_deref() == Some(expected),
+                None => current.is_some(),
+            };
+            if matches {
+                write(txn, table, key, Some(value));
+            }
+            matches
+        }))
+    }
+    async fn delete(&mut self, table: &str, key: &str) -> StoreResult<bool> {
+        Ok(self.rows(|tables, txn| {
+            let present = read(tables, txn, table, key).is_some();
+            write(txn, table, key, None);
+            present
+        }))
+    }
+    async fn insert_effect(&mut self, table: &str, value: &str) -> StoreResult<u64> {
+        Ok(self.rows(|tables, txn| {
+            txn.effects.push((table.to_string(), value.to_string()));
+            let committed = tables.effects.iter().filter(|(t, _)| t == table).count();
+            let pending = txn.effects.iter().filter(|(t, _)| t == table).count();
+            (committed + pending) as u64
+        }))
+    }
+    async fn kv_set(&mut self, key: &str, value: &str, mode: SetMode) -> StoreResult<bool> {
+        Ok(self.kv(|tables, now_ms| {
+            if mode.if_absent && tables.kv.contains_key(key) {
+                return false;
+            }
+            let expiry = mode.ttl_ms.map(|ttl_ms| now_ms + ttl_ms);
+            tables
+                .kv
+                .insert(key.to_string(), (value.to_string(), expiry));
+            true
+        }))
+    }
+    async fn kv_get(&mut self, key: &str) -> StoreResult<Option<String>> {
+        Ok(self.kv(|tables, _| tables.kv.get(key).map(|(value, _)| value.clone())))
+    }
+    async fn kv_del(&mut self, key: &str) -> StoreResult<bool> {
+        Ok(self.kv(|tables, _| tables.kv.remove(key).is_some()))
+    }
+    async fn kv_expire(&mut self, key: &str, ttl_ms: u64) -> StoreResult<bool> {
+        Ok(self.kv(|tables, now_ms| match tables.kv.get_mut(key) {
+            Some((_, expiry)) => {
+                *expiry = Some(now_ms + ttl_ms);
+                true
+            }
+            None => false,
+        }))
+    }
+    async fn provider_charge(
+        &mut self,
+        idempotency_key: Option<&str>,
+        body: &str,
+    ) -> StoreResult<String> {
+        Ok(self.kv(|tables, _| {
+            let earlier = idempotency_key.and_then(|key| {
+                tables
+                    .charges
+                    .iter()
+                    .position(|(charged, _)| charged.as_deref() == Some(key))
+            });
+            let index = earlier.unwrap_or_else(|| {
+                tables
+                    .charges
+                    .push((idempotency_key.map(str::to_string), body.to_string()));
+                tables.charges.len() - 1
+            });
+            format!("ch_{}", index + 1)
+        }))
+    }
+    async fn now_ms(&mut self) -> StoreResult<u64> {
+        Ok(self.store.clock.now_ms())
     }
 }

@@ -1,0 +1,99 @@
+//! Throughput of the handler world against the built-in world on the same design: unique states per second of an
+//! exhaustive search of the article's design, written as a handler (`HandlerWorld`) and as the built-in world's
+//! knobs (`models/article-sqlite.toml`), with the same clients, processes and fault budgets.
+//!
+//!     cargo bench --bench handler
+//!
+//! Prints one line per world and configuration, and the ratio. One worker thread, so that the figures compare
+//! the worlds and not the machine's load; each search is repeated and the fastest run is kept.
+
+use retrylab::check::Model;
+use retrylab::handler::designs::knob_twin;
+use retrylab::handler::designs::Article;
+use retrylab::spec::{load_model, parse_model};
+use std::path::Path;
+use std::time::Instant;
+
+/// Searches per figure (the fastest is kept).
+const REPEAT_COUNT: usize = 3;
+
+/// The catalogue's `article` configuration: one client, two processes, a crash, a lost response, an early timeout.
+const SMALL_MODEL: &str = r#"
+description = "the catalogue's article configuration"
+[protocol]
+claim = "unique-index"
+fingerprint = "normalized"
+[clients]
+count = 1
+max-attempts = 3
+key-policy = "per-operation"
+[[clients.operations]]
+body = { amount = 500, currency = "RUB" }
+[servers]
+processes = 2
+[faults]
+drop-responses = 1
+crashes = 1
+early-timeouts = 1
+[expect]
+no-duplicate-effect = "holds"
+"#;
+
+/// The fastest of `REPEAT_COUNT` searches: (states, seconds).
+fn measure<M: Model>(model: &M, max_states: u64) -> (u64, f64) {
+    let mut best = (0, f64::INFINITY);
+    for _ in 0..REPEAT_COUNT {
+        let started = Instant::now();
+        let report = model.checker().threads(1).max_states(max_states).bfs();
+        let seconds = started.elapsed().as_secs_f64();
+        if seconds < best.1 {
+            best = (report.states, seconds);
+        }
+    }
+    best
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|_| "unknown".to_string())
+}
+
+fn compare(name: &str, model: &retrylab::spec::Model, max_states: u64) {
+    let handler_world = knob_twin(Article, model);
+    let (built_states, built_s) = measure(&model.world, max_states);
+    let (handler_states, handler_s) = measure(&handler_world, max_states);
+    let built_rate = built_states as f64 / built_s;
+    let handler_rate = handler_states as f64 / handler_s;
+    println!("{name}: (load average {})", load_average());
+    println!(
+        "  built-in world {built_states:>9} states {:>8.3} s {:>11.0} states/s",
+        built_s, built_rate
+    );
+    println!(
+        "  handler world  {handler_states:>9} states {:>8.3} s {:>11.0} states/s",
+        handler_s, handler_rate
+    );
+    println!("  built-in / handler: {:.1}x", built_rate / handler_rate);
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a name filter is not supported, everything runs.
+    let max_states = std::env::var("HANDLER_BENCH_MAX_STATES")
+        .ok()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(u64::MAX);
+    let small = parse_model("small.toml", SMALL_MODEL).expect("the small model parses");
+    compare("article, 1 client (the catalogue's)", &small, max_states);
+    let twin_model = load_model(Path::new("models/article-sqlite.toml")).expect("the model parses");
+    compare(
+        "article, models/article-sqlite.toml",
+        &twin_model,
+        max_states,
+    );
+}

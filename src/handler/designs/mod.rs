@@ -1,0 +1,33 @@
+//! Designs written once as handlers, in the library so that every use runs the same code: the model checker
+//! (`HandlerWorld`), the lockstep runs on SQLite and PostgreSQL (`lockstep`), the in-memory store under loom and
+//! shuttle, the built-in world's traces replayed on real stores (`crate::real::drive`), and
+//! `examples/article_sqlite`. `examples/handlers` uses them as its catalogue entries.
+//!
+//! - [`article`]: the article's design, with the protocol's knobs (claim mechanism, lease, fencing, fingerprint,
+//!   what a failure does to the key); every decision is `crate::protocol`'s.
+
+pub mod article;
+
+pub use article::{Article, ArticleKnobs};
+
+use crate::handler::{Handler, HandlerFaults, HandlerWorld};
+
+/// The handler world with a model file's clients, processes and faults (one operation per client): a handler
+/// checked against the knob model of the same design (`tests/handler_twins.rs`, `benches/handler.rs`).
+pub fn knob_twin<H: Handler>(handler: H, model: &crate::spec::Model) -> HandlerWorld<H> {
+    let world = &model.world;
+    let faults = world.faults();
+    let body = world.body_text(world.clients().operations[0].body);
+    HandlerWorld::new(handler, world.clients().count, body)
+        .processes(world.processes())
+        .max_attempts(world.clients().max_attempts)
+        .faults(HandlerFaults {
+            drop_requests: faults.drop_requests,
+            drop_responses: faults.drop_responses,
+            duplicate_requests: faults.duplicate_requests,
+            crashes: faults.crashes,
+            early_timeouts: faults.early_timeouts,
+            pauses: faults.pauses,
+            ..HandlerFaults::default()
+        })
+}
