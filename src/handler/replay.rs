@@ -254,6 +254,7 @@ pub async fn perform<S: Store>(store: &mut S, call: &Call) -> Answer {
                 .map(Answer::Flag),
         ),
         Call::Get { table, key } => answer(store.get(table, key).await.map(Answer::Row)),
+        Call::Scan { table } => answer(store.scan(table).await.map(Answer::Keys)),
         Call::Update {
             table,
             key,

@@ -437,7 +437,12 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
         let op = |ghost: u16| format!("C{}.op{}", ghost / 16 + 1, ghost % 16 + 1);
         let store = &state.store;
         let mut rows: Vec<Row> = (store.rows.iter())
-            .map(|((table, key), value)| Row::new(format!("{table}[{key}]"), value))
+            .map(|((table, key), (value, ghost))| {
+                Row::new(
+                    format!("{table}[{key}]"),
+                    format!("{value} (for {})", op(*ghost)),
+                )
+            })
             .collect();
         rows.extend(store.kv.iter().map(|(key, (value, expiry))| {
             Row::new(
@@ -472,15 +477,22 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
                 } else {
                     ""
                 };
+                let task = match job.task.serving() {
+                    Some((from, attempt)) => format!("{} attempt {attempt}", op(from.ghost())),
+                    None => format!("worker run, for {}", op(job.task.ghost())),
+                };
                 format!(
-                    "{} attempt {}, {} calls answered{open}; next: {:?}",
-                    op(job.from.ghost()),
-                    job.attempt,
+                    "{task}, {} calls answered{open}; next: {:?}",
                     job.answered.len(),
                     job.next
                 )
             });
-            Row::new(format!("P{}", n + 1), text)
+            let name = if self.is_worker(n as u8) {
+                format!("W{}", n as u8 - self.processes + 1)
+            } else {
+                format!("P{}", n + 1)
+            };
+            Row::new(name, text)
         });
         let clients = state.clients.iter().enumerate().map(|(n, client)| {
             Row::new(

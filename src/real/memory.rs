@@ -127,6 +127,25 @@ fn read(tables: &Tables, txn: &Txn, table: &str, key: &str) -> Option<String> {
     }
 }
 
+/// The keys of `table` as this transaction sees them (its own writes and deletes included), in byte order.
+fn scan(tables: &Tables, txn: &Txn, table: &str) -> Vec<String> {
+    let mut keys: std::collections::BTreeSet<String> = tables
+        .rows
+        .keys()
+        .filter(|(t, _)| t == table)
+        .map(|(_, key)| key.clone())
+        .collect();
+    for ((t, key), value) in &txn.writes {
+        if t == table {
+            match value {
+                Some(_) => keys.insert(key.clone()),
+                None => keys.remove(key),
+            };
+        }
+    }
+    keys.into_iter().collect()
+}
+
 fn write(txn: &mut Txn, table: &str, key: &str, value: Option<&str>) {
     txn.writes.insert(
         (table.to_string(), key.to_string()),
@@ -236,6 +255,9 @@ impl<L: Lock<Tables>> Store for MemoryConnection<L> {
             write(txn, table, key, None);
             present
         }))
+    }
+    async fn scan(&mut self, table: &str) -> StoreResult<Vec<String>> {
+        Ok(self.rows(|tables, txn| scan(tables, txn, table)))
     }
     async fn insert_effect(&mut self, table: &str, value: &str) -> StoreResult<u64> {
         Ok(self.rows(|tables, txn| {

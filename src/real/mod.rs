@@ -55,6 +55,9 @@ impl<L: Lock<Tables> + 'static> crate::handler::lockstep::Backend for MemoryBack
     fn effects(&self) -> StoreResult<usize> {
         Ok(self.store.snapshot().effects.len())
     }
+    fn charges(&self) -> StoreResult<usize> {
+        Ok(self.store.snapshot().charges.len())
+    }
     fn clock(&self) -> &Clock {
         self.store.clock()
     }
