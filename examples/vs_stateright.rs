@@ -8,46 +8,13 @@
 //! row and keeps its best time: the machine may be busy, and a first run pays for warming up.
 
 use retrylab::check::Model as _;
-use retrylab::model::{Action, State, World};
-use stateright::{Checker, Model, Property};
+use stateright::{Checker, Model};
 
+#[path = "support/stateright_model.rs"]
+mod stateright_model;
 mod support;
+use stateright_model::Stateright;
 use std::time::{Duration, Instant};
-
-/// The retrylab world as a stateright model.
-struct Stateright(World);
-
-fn no_duplicate_effect(state: &State) -> bool {
-    let payments = &state.store.payments;
-    payments
-        .iter()
-        .enumerate()
-        .all(|(index, op)| !payments[..index].contains(op))
-}
-
-impl Model for Stateright {
-    type State = State;
-    type Action = Action;
-
-    fn init_states(&self) -> Vec<State> {
-        vec![self.0.init_state()]
-    }
-
-    fn actions(&self, state: &State, actions: &mut Vec<Action>) {
-        self.0.actions(state, actions);
-    }
-
-    fn next_state(&self, state: &State, action: Action) -> Option<State> {
-        Some(self.0.next_state(state, &action).0)
-    }
-
-    fn properties(&self) -> Vec<Property<Self>> {
-        vec![Property::always(
-            "no-duplicate-effect",
-            |_, state: &State| no_duplicate_effect(state),
-        )]
-    }
-}
 
 /// Keep the fastest of the runs: (unique states, time).
 fn keep_best(best: &mut Option<(u64, Duration)>, run: (u64, Duration)) {

@@ -51,13 +51,18 @@ fn shard_files(out: &Path) -> Vec<String> {
         .collect()
 }
 
-fn merged(out: &Path) -> serde_json::Value {
+/// `retrylab merge` of the shard files present in `out`.
+fn merge_shards(out: &Path) -> std::process::Output {
     let files = shard_files(out);
-    assert_eq!(files.len(), SHARDS);
     let args: Vec<&str> = std::iter::once("merge")
         .chain(files.iter().map(String::as_str))
         .collect();
-    let result = retrylab(&args, out);
+    retrylab(&args, out)
+}
+
+fn merged(out: &Path) -> serde_json::Value {
+    assert_eq!(shard_files(out).len(), SHARDS);
+    let result = merge_shards(out);
     assert_eq!(
         result.status.code(),
         Some(0),
@@ -140,11 +145,7 @@ fn a_task_that_never_finished_is_named_by_merge() {
         ]
     });
     std::fs::remove_file(out.join(format!("shard-3-of-{SHARDS}.jsonl"))).unwrap();
-    let files = shard_files(&out);
-    let args: Vec<&str> = std::iter::once("merge")
-        .chain(files.iter().map(String::as_str))
-        .collect();
-    let result = retrylab(&args, &out);
+    let result = merge_shards(&out);
     assert_eq!(result.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(stderr.contains("3/4 missing"), "{stderr}");

@@ -4,12 +4,14 @@
 
 use super::family::{Flags, Outcome};
 use retrylab::check::{Model as _, Verdict};
-use retrylab::model::{Action, State, World};
-use stateright::{Checker, Model, Property};
+use retrylab::model::{State, World};
+use stateright::{Checker, Model};
+
+#[path = "../support/stateright_model.rs"]
+mod stateright_model;
+use stateright_model::Stateright as Twin;
 use std::sync::RwLock;
 use std::time::Instant;
-
-struct Twin(World);
 
 /// stateright takes its representative function as a plain `fn`, which cannot capture the world: the run's
 /// world waits here.
@@ -19,38 +21,6 @@ fn representative(state: &State) -> State {
     let world = CANONICAL_WORLD.read().expect("not poisoned");
     let world = world.as_ref().expect("set before a symmetric run");
     world.canonicalize(state).unwrap_or_else(|| state.clone())
-}
-
-fn no_duplicate_effect(state: &State) -> bool {
-    let payments = &state.store.payments;
-    payments
-        .iter()
-        .enumerate()
-        .all(|(index, op)| !payments[..index].contains(op))
-}
-
-impl Model for Twin {
-    type State = State;
-    type Action = Action;
-
-    fn init_states(&self) -> Vec<State> {
-        vec![self.0.init_state()]
-    }
-
-    fn actions(&self, state: &State, actions: &mut Vec<Action>) {
-        self.0.actions(state, actions);
-    }
-
-    fn next_state(&self, state: &State, action: Action) -> Option<State> {
-        Some(self.0.next_state(state, &action).0)
-    }
-
-    fn properties(&self) -> Vec<Property<Self>> {
-        vec![Property::always(
-            "no-duplicate-effect",
-            |_, state: &State| no_duplicate_effect(state),
-        )]
-    }
 }
 
 /// Check `world` with stateright's BFS on `flags.threads` threads, cut at `flags.max_states`. Not stateright's
