@@ -108,7 +108,7 @@ fn about_to_reply(state: &HandlerState, action: &HandlerAction) -> Option<Reply>
     let HandlerAction::Step { proc } = action else {
         return None;
     };
-    match state.procs[*proc as usize].as_ref().map(|job| &job.next) {
+    match state.procs[*proc as usize].as_ref().map(|job| job.next()) {
         Some(super::Next::Reply(reply)) => Some(reply.clone()),
         _ => None,
     }

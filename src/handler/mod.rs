@@ -17,7 +17,9 @@ pub mod drive;
 pub mod lockstep;
 #[cfg(feature = "real")]
 pub mod postgres;
+pub mod prefix;
 pub mod replay;
+pub mod shared;
 pub mod sim;
 #[cfg(feature = "real")]
 pub mod sqlite;

@@ -326,7 +326,7 @@ fn scan_gives_byte_order_in_the_checker() {
     for _ in 0..7 {
         apply(&world, &mut state, HandlerAction::Step { proc: 0 });
     }
-    match &state.procs[0].as_ref().unwrap().next {
+    match &state.procs[0].as_ref().unwrap().next() {
         Next::Reply(reply) => assert_eq!(reply.body, "A B _x a a/1 b"),
         other => panic!("{other:?}"),
     }

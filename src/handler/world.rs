@@ -12,7 +12,9 @@
 
 use super::api::{Activation, Handler, NoWorker, Reply, Request, Worker};
 use super::calls::{Answer, Call};
-use super::replay::{next_step, Next};
+use super::prefix::{Prefix, Prefixes};
+use super::replay::Next;
+use super::shared::Shared;
 use super::sim::{Committed, Ghost, Txn};
 use super::world_records::no_stuck_key;
 pub use super::world_records::{Records, RecordsIn};
@@ -52,6 +54,10 @@ pub struct HandlerWorld<H, W = NoWorker> {
     pub(super) worker: W,
     /// Worker processes running `worker` (after the server processes in `HandlerState::procs`).
     pub(super) workers: u8,
+    /// The handler's and the workers' runs met so far (see `prefix`): each prefix is run once, whatever the
+    /// thread.
+    pub(super) prefixes: Prefixes,
+    pub(super) worker_prefixes: Prefixes,
     /// For `no-stuck-key`: where the records are, and which are unfinished.
     pub(super) records: Option<Records>,
 }
@@ -72,6 +78,8 @@ impl<H: Handler> HandlerWorld<H, NoWorker> {
             retry_after_ms: None,
             worker: NoWorker,
             workers: 0,
+            prefixes: Prefixes::default(),
+            worker_prefixes: Prefixes::default(),
             records: None,
         }
     }
@@ -94,6 +102,8 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             worker,
             workers: count,
             records: self.records,
+            prefixes: self.prefixes,
+            worker_prefixes: Prefixes::default(),
         }
     }
 
@@ -152,17 +162,28 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         }
     }
 
-    /// What a process does next after the answers it got; a handler (or worker) that is not deterministic
-    /// stops the search.
-    pub(super) fn next(&self, task: &Task, answered: &[(Call, Answer)]) -> Next {
-        let next = match task {
+    /// A run of `task` from its start; a handler (or worker) that is not deterministic stops the search.
+    pub(super) fn start(&self, task: &Task) -> Prefix {
+        match task {
             Task::Serve { from, attempt } => {
                 let request = self.request(from.client, from.op, *attempt);
-                next_step(&self.handler, &request, answered)
+                self.prefixes.start(&self.handler, &request)
             }
-            Task::Work { .. } => next_step(&Activation(&self.worker), &no_request(), answered),
-        };
-        next.unwrap_or_else(|error| panic!("{error}"))
+            Task::Work { .. } => self
+                .worker_prefixes
+                .start(&Activation(&self.worker), &no_request()),
+        }
+    }
+
+    /// The run after its next call got `answer`.
+    pub(super) fn next(&self, task: &Task, prefix: &Prefix, answer: Answer) -> Prefix {
+        match task {
+            Task::Serve { .. } => self.prefixes.answer(&self.handler, prefix, answer),
+            Task::Work { .. } => {
+                self.worker_prefixes
+                    .answer(&Activation(&self.worker), prefix, answer)
+            }
+        }
     }
 
     /// Whether process `proc` is a worker (they come after the server processes).
@@ -252,28 +273,40 @@ impl Task {
     }
 }
 
-/// A process: what it does (an attempt, or a worker's run), its calls' answers, what it does next, its open
-/// transaction.
+/// A process: what it does (an attempt, or a worker's run), where its run is (its calls' answers and what it does
+/// next, interned: see `prefix`), its open transaction.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Job {
     pub task: Task,
-    pub answered: Vec<(Call, Answer)>,
-    pub next: Next,
+    pub prefix: Prefix,
     pub txn: Option<Txn>,
 }
 
+impl Job {
+    /// What the process does next.
+    pub fn next(&self) -> &Next {
+        self.prefix.next()
+    }
+
+    /// Its calls so far and their answers.
+    pub fn answered(&self) -> &[(Call, Answer)] {
+        self.prefix.answered()
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Its parts are copied only when a step writes to them (see `shared`).
 pub struct HandlerState {
-    pub clients: Vec<Client>,
+    pub clients: Shared<Vec<Client>>,
     /// In-flight messages as a multiset.
-    pub network: BTreeMap<Message, u8>,
+    pub network: Shared<BTreeMap<Message, u8>>,
     /// Server processes, then worker processes.
-    pub procs: Vec<Option<Job>>,
+    pub procs: Shared<Vec<Option<Job>>>,
     /// Per worker: something it could see changed since its last run began (or it was restarted).
     pub wake: Vec<bool>,
-    pub store: Committed,
+    pub store: Shared<Committed>,
     /// Ghost ledger of responses: the first success sent for each operation.
-    pub first_success: BTreeMap<Op, Reply>,
+    pub first_success: Shared<BTreeMap<Op, Reply>>,
     pub budgets: [u8; 7],
 }
 
@@ -341,12 +374,12 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
         };
         let f = self.faults;
         HandlerState {
-            clients: vec![client; self.clients as usize],
-            network: BTreeMap::new(),
-            procs: vec![None; (self.processes + self.workers) as usize],
+            clients: Shared::new(vec![client; self.clients as usize]),
+            network: Shared::default(),
+            procs: Shared::new(vec![None; (self.processes + self.workers) as usize]),
             wake: vec![true; self.workers as usize],
-            store: Committed::default(),
-            first_success: BTreeMap::new(),
+            store: Shared::default(),
+            first_success: Shared::default(),
             budgets: [
                 f.drop_requests,
                 f.drop_responses,
@@ -483,8 +516,8 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
                 };
                 format!(
                     "{task}, {} calls answered{open}; next: {:?}",
-                    job.answered.len(),
-                    job.next
+                    job.answered().len(),
+                    job.next()
                 )
             });
             let name = if self.is_worker(n as u8) {

@@ -91,7 +91,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             .as_ref()
             .expect("a busy process");
         let name = self.proc_name(proc);
-        match (&job.next, job.task.serving()) {
+        match (job.next(), job.task.serving()) {
             (Next::Call(call), _) => format!("{name} {} {call:?}", call.name()),
             (Next::Reply(reply), Some((from, attempt))) => format!(
                 "{name} answers {} {} for {} attempt {attempt}",

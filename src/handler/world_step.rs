@@ -40,7 +40,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         }
         for (index, job) in state.procs.iter().enumerate() {
             if let Some(job) = job {
-                let ready = match &job.next {
+                let ready = match job.next() {
                     Next::Call(call) => state.store.enabled(index as u8, call, job.txn.as_ref()),
                     Next::Reply(_) => true,
                 };
@@ -89,7 +89,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         }
         if state.budgets[CALL_FAILURES_AT] > 0 {
             for (index, job) in state.procs.iter().enumerate() {
-                if matches!(job, Some(job) if matches!(job.next, Next::Call(_))) {
+                if matches!(job, Some(job) if matches!(job.next(), Next::Call(_))) {
                     out.push(HandlerAction::Fail { proc: index as u8 });
                 }
             }
@@ -192,11 +192,10 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         let task = Task::Work {
             ghost: NO_OPERATION,
         };
-        let next = self.next(&task, &[]);
+        let prefix = self.start(&task);
         state.procs[(self.processes + worker) as usize] = Some(Job {
             task,
-            answered: Vec::new(),
-            next,
+            prefix,
             txn: None,
         });
     }
@@ -207,7 +206,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         let job = state.procs[proc as usize].take().expect("a busy process");
         if self.is_worker(proc) {
             state.wake[(proc - self.processes) as usize] = true;
-        } else if job.answered.iter().any(|(call, _)| *call == Call::Commit) {
+        } else if job.answered().iter().any(|(call, _)| *call == Call::Commit) {
             events.add(Event::CrashAfterClaim);
         }
         state.store.crashed(proc);
@@ -216,15 +215,17 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// The process's next call fails without being made; a failed commit loses the transaction.
     fn fail_call(&self, state: &mut HandlerState, proc: u8) {
         let mut job = state.procs[proc as usize].take().expect("a busy process");
-        let Next::Call(call) = job.next.clone() else {
+        let Next::Call(call) = job.next() else {
             unreachable!("a process waiting on a call")
         };
-        if call == Call::Commit && job.txn.take().is_some() {
+        if *call == Call::Commit && job.txn.take().is_some() {
             state.store.crashed(proc);
         }
-        job.answered
-            .push((call, super::replay::refused("injected failure")));
-        job.next = self.next(&job.task, &job.answered);
+        job.prefix = self.next(
+            &job.task,
+            &job.prefix,
+            super::replay::refused("injected failure"),
+        );
         state.procs[proc as usize] = Some(job);
     }
 
@@ -265,11 +266,10 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             events.add(Event::ParallelRetry);
         }
         let task = Task::Serve { from, attempt };
-        let next = self.next(&task, &[]);
+        let prefix = self.start(&task);
         state.procs[proc as usize] = Some(Job {
             task,
-            answered: Vec::new(),
-            next,
+            prefix,
             txn: None,
         });
     }
@@ -278,10 +278,11 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     fn run_call(&self, state: &mut HandlerState, proc: u8, events: &mut Events) {
         let mut job = state.procs[proc as usize].take().expect("a busy process");
         let op = job.task.ghost();
-        match job.next.clone() {
+        let prefix = job.prefix.clone();
+        match prefix.next() {
             Next::Call(call) => {
                 let (effects, charges) = (state.store.effects_of(op), state.store.charges_of(op));
-                let answer = state.store.execute(proc, op, &call, &mut job.txn);
+                let answer = state.store.execute(proc, op, call, &mut job.txn);
                 if op != NO_OPERATION {
                     if state.store.effects_of(op) > effects.max(1)
                         || state.store.charges_of(op) > charges.max(1)
@@ -293,9 +294,8 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                         events.add(Event::ProviderRetried);
                     }
                 }
-                adopt(state, &mut job, &call, &answer);
-                job.answered.push((call, answer));
-                job.next = self.next(&job.task, &job.answered);
+                adopt(state, &mut job, call, &answer);
+                job.prefix = self.next(&job.task, &prefix, answer);
                 state.procs[proc as usize] = Some(job);
             }
             Next::Reply(reply) => {
@@ -304,7 +304,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                     state.store.crashed(proc);
                 }
                 if job.task.serving().is_some() {
-                    self.respond(state, &job, reply, events);
+                    self.respond(state, &job, reply.clone(), events);
                 }
             }
         }
