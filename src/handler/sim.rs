@@ -6,6 +6,7 @@
 
 use super::api::{SetMode, StoreError};
 use super::calls::{Answer, Call};
+use super::shared::Shared;
 use std::collections::BTreeMap;
 
 /// A ghost operation id (the checker's, never shown to the handler).
@@ -14,30 +15,31 @@ pub type Ghost = u16;
 /// The ghost of work done for no operation (a worker that has read no record yet).
 pub const NO_OPERATION: Ghost = Ghost::MAX;
 
-/// What survives a crash.
+/// What survives a crash. Its collections are copy-on-write (see `shared`): a step that takes the write lock or
+/// moves the clock copies none of them, a commit copies only what it writes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Committed {
     /// (table, key) -> (value, the operation that wrote it). The ghost lets a background worker's work be
     /// counted for the operation whose record it read.
-    pub rows: BTreeMap<(String, String), (String, Ghost)>,
+    pub rows: Shared<BTreeMap<(String, String), (String, Ghost)>>,
     /// Effect rows in commit order: (table, value, operation).
-    pub effects: Vec<(String, String, Ghost)>,
+    pub effects: Shared<Vec<(String, String, Ghost)>>,
     /// key -> (value, expiry time in ms).
-    pub kv: BTreeMap<String, (String, Option<u64>)>,
+    pub kv: Shared<BTreeMap<String, (String, Option<u64>)>>,
     /// Provider charges: (idempotency key, operation).
-    pub charges: Vec<(Option<String>, Ghost)>,
+    pub charges: Shared<Vec<(Option<String>, Ghost)>>,
     pub now_ms: u64,
     /// The process holding the write lock.
     pub writer: Option<u8>,
 }
 
-/// A process's open transaction: what it wrote, not yet committed.
+/// A process's open transaction: what it wrote, not yet committed (copy-on-write, as the committed state).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Txn {
     /// (table, key) -> new value and its operation, or `None` for a delete.
-    writes: BTreeMap<(String, String), Option<(String, Ghost)>>,
+    writes: Shared<BTreeMap<(String, String), Option<(String, Ghost)>>>,
     /// Effect rows: (table, value, operation).
-    effects: Vec<(String, String, Ghost)>,
+    effects: Shared<Vec<(String, String, Ghost)>>,
 }
 
 impl Committed {
@@ -105,13 +107,19 @@ impl Committed {
     }
 
     fn apply(&mut self, txn: Txn) {
-        for (place, value) in txn.writes {
-            match value {
-                Some(row) => self.rows.insert(place, row),
-                None => self.rows.remove(&place),
-            };
+        // An empty write set or effect list writes (and so copies) nothing.
+        if !txn.writes.is_empty() {
+            let rows = &mut *self.rows;
+            for (place, value) in txn.writes.iter() {
+                match value {
+                    Some(row) => rows.insert(place.clone(), row.clone()),
+                    None => rows.remove(place),
+                };
+            }
         }
-        self.effects.extend(txn.effects);
+        if !txn.effects.is_empty() {
+            self.effects.extend(txn.effects.iter().cloned());
+        }
     }
 
     /// A row as `txn` (if any) sees it: its value and the operation that wrote it.
@@ -202,8 +210,11 @@ impl Committed {
     /// The key-value store, the provider and the clock: no transaction.
     fn outside_call(&mut self, op: Ghost, call: &Call) -> Answer {
         let now = self.now_ms;
-        self.kv
-            .retain(|_, (_, expiry)| expiry.is_none_or(|at| at > now));
+        // Only a store that has an expired key is written (and so copied): most calls expire nothing.
+        if (self.kv.values()).any(|(_, expiry)| expiry.is_some_and(|at| at <= now)) {
+            self.kv
+                .retain(|_, (_, expiry)| expiry.is_none_or(|at| at > now));
+        }
         match call {
             Call::KvSet { key, value, mode } => Answer::Flag(self.kv_set(key, value, *mode)),
             Call::KvGet { key } => Answer::Row(self.kv.get(key).map(|(value, _)| value.clone())),

@@ -442,6 +442,13 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
         properties
     }
 
+    /// Without workers every non-fault step moves a client on or a process along its run (a longer prefix, or
+    /// its end), so no state comes back; a worker woken by its own writes could cycle, so worlds with workers
+    /// promise nothing. Debug builds check the promise on small searches.
+    fn acyclic(&self) -> bool {
+        self.workers == 0
+    }
+
     fn is_fault(&self, state: &HandlerState, action: &HandlerAction) -> bool {
         match action {
             HandlerAction::Drop { .. }
