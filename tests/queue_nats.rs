@@ -1,0 +1,368 @@
+//! The queue models against a real broker: for each `models/queue-*.toml`, the checker's shortest counterexample
+//! of each violated property (or, for a model that holds, the example path of each scenario it must reach) is
+//! driven against nats-server (a stream with a duplicate window of seconds, a pull consumer whose ack wait is
+//! the visibility timeout) and a real database (the consumer's inbox and effect, the producer's outbox), in
+//! lockstep with the model (`queue_real::drive`). The real outcome (the event duplicated, lost, or its second
+//! delivery absorbed) is computed from the real effects and acks and must be the model's; a violated property
+//! must show for real; each model that holds has a broken twin whose violation shows for real.
+
+use retrylab::check::{Model as _, Verdict};
+use retrylab::handler::lockstep::{Backend, PostgresBackend, SqliteBackend};
+use retrylab::model::{Action, ProducerDedup, Property, World};
+use retrylab::queue_real::broker::Broker;
+use retrylab::queue_real::drive::{self, Outcome, QueueRun, Timing};
+use retrylab::servers::nats::TempNats;
+use retrylab::servers::postgres::TempPostgres;
+use retrylab::spec::{self, Model};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Bound on each model's search (their shortest paths are found far below it).
+const SEARCH_STATES_MAX: u64 = 2_000_000;
+
+/// Models whose broker mechanism JetStream does not have natively, each with the reason; README.md's "Queues on
+/// a real broker" lists the same. They are driven all the same, on an emulation the reason states.
+const EMULATED: [(&str, &str); 2] = [
+    (
+        "queue-kafka-session-inbox.toml",
+        "Kafka's idempotent producer dedups per producer session; JetStream dedups by message id within a window, so the session is a message id that names it (a restart's new session, a new id) and the window outlasts the trace",
+    ),
+    (
+        "queue-kafka-session-restart.toml",
+        "the same: a producer session emulated by a message id that names it",
+    ),
+];
+
+/// Each model that holds and its broken twin: the shipped model that turns the knob the holding one relies on.
+const TWINS: [(&str, &str); 5] = [
+    (
+        "queue-inbox-same-transaction.toml",
+        "queue-inbox-after-effect.toml",
+    ),
+    (
+        "queue-email-idempotency-key.toml",
+        "queue-exactly-once-email.toml",
+    ),
+    (
+        "queue-kafka-session-inbox.toml",
+        "queue-kafka-session-restart.toml",
+    ),
+    (
+        "queue-outbox-relay-inbox.toml",
+        "queue-outbox-relay-no-inbox.toml",
+    ),
+    (
+        "queue-window-plus-inbox.toml",
+        "queue-window-expired-no-inbox.toml",
+    ),
+];
+
+fn queue_models() -> Vec<Model> {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    spec::model_files(&folder)
+        .expect("models/ lists")
+        .into_iter()
+        .filter(|file| {
+            file.file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with("queue-"))
+        })
+        .map(|file| spec::load_model(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display())))
+        .collect()
+}
+
+fn file_name(model: &Model) -> String {
+    Path::new(&model.path)
+        .file_name()
+        .expect("a model file")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Bound on a healed continuation (the models' runs end in a few dozen steps).
+const HEAL_STEPS_MAX: usize = 200;
+
+/// `path` continued without faults to a state where only faults are enabled: each next action is the first
+/// enabled one that is not a fault (the model's fixed order), so the run's outcome is final (the holding models
+/// resolve every event). Among deliveries, the broker's order: a stream hands out its messages in sequence, so
+/// the original before a republished copy (the model may deliver either first).
+fn healed(world: &World, path: &[Action]) -> Vec<Action> {
+    let mut state = world.init_state();
+    for action in path {
+        world.apply(&mut state, action);
+    }
+    let mut actions = path.to_vec();
+    let mut enabled = Vec::new();
+    for _ in 0..HEAL_STEPS_MAX {
+        world.actions(&state, &mut enabled);
+        let Some(mut next) = enabled
+            .iter()
+            .find(|action| !world.is_fault(&state, action))
+            .copied()
+        else {
+            return actions;
+        };
+        if let Action::DeliverRequest { .. } = next {
+            next = *enabled
+                .iter()
+                .filter(|action| matches!(action, Action::DeliverRequest { .. }))
+                .min_by_key(|action| match action {
+                    Action::DeliverRequest { request, .. } => request.copy,
+                    _ => unreachable!(),
+                })
+                .expect("a delivery is enabled");
+        }
+        world.apply(&mut state, &next);
+        actions.push(next);
+    }
+    panic!("no rest within {HEAL_STEPS_MAX} steps")
+}
+
+/// One trace to drive: the property it violates, or the scenario it reaches.
+struct Trace {
+    model: String,
+    what: String,
+    verdict: Verdict,
+    actions: Vec<Action>,
+}
+
+/// The traces of every queue model, found by the checker in-process.
+fn traces(models: &[Model]) -> Vec<(Trace, World)> {
+    let mut traces = Vec::new();
+    for model in models {
+        let report = model.world.checker().max_states(SEARCH_STATES_MAX).bfs();
+        let violated: Vec<Property> = model
+            .expected
+            .iter()
+            .filter(|(_, verdict)| **verdict == Verdict::Violated)
+            .map(|(property, _)| *property)
+            .collect();
+        for property in &violated {
+            let actions = report.counterexample(property.name()).unwrap_or_else(|| {
+                panic!("{}: no counterexample of {}", model.path, property.name())
+            });
+            traces.push((
+                Trace {
+                    model: file_name(model),
+                    what: property.name().to_string(),
+                    verdict: Verdict::Violated,
+                    actions: actions.to_vec(),
+                },
+                model.world.clone(),
+            ));
+        }
+        if violated.is_empty() {
+            assert!(
+                !model.reached.is_empty(),
+                "{}: a holding model lists what it reaches",
+                model.path
+            );
+            for scenario in &model.reached {
+                let actions = report.example(scenario.scenario_name()).unwrap_or_else(|| {
+                    panic!("{}: {} not reached", model.path, scenario.scenario_name())
+                });
+                traces.push((
+                    Trace {
+                        model: file_name(model),
+                        what: format!("reached {}, healed", scenario.scenario_name()),
+                        verdict: Verdict::Holds,
+                        actions: healed(&model.world, actions),
+                    },
+                    model.world.clone(),
+                ));
+            }
+        }
+    }
+    traces
+}
+
+fn violating(outcome: Outcome) -> bool {
+    matches!(outcome, Outcome::Duplicated | Outcome::Lost)
+}
+
+/// Drive every trace on stores `backend_for` makes (one fresh database per trace); the runs by trace.
+fn drive_all<B: Backend>(
+    broker: &Broker,
+    traces: &[(Trace, World)],
+    store_name: &str,
+    mut backend_for: impl FnMut(usize) -> B,
+) -> Vec<QueueRun> {
+    let mut runs = Vec::new();
+    for (index, (trace, world)) in traces.iter().enumerate() {
+        let queue_world = world.queue().expect("a queue model");
+        let backend = backend_for(index);
+        let started = std::time::Instant::now();
+        let run = drive::drive(
+            queue_world,
+            &backend,
+            broker,
+            &format!("Q{index}"),
+            &trace.actions,
+            Timing::default(),
+        )
+        .unwrap_or_else(|error| panic!("{} {} on {store_name}: {error}", trace.model, trace.what));
+        println!(
+            "{} {} on {store_name}: {} steps, window {:?}, {:.1} s: real {}, model {}",
+            trace.model,
+            trace.what,
+            trace.actions.len(),
+            run.window,
+            started.elapsed().as_secs_f64(),
+            run.real.name(),
+            run.model.name()
+        );
+        for line in &run.log {
+            println!("    {line}");
+        }
+        runs.push(run);
+    }
+    runs
+}
+
+/// The checks every store's runs must pass, and the table of outcomes.
+fn judge(traces: &[(Trace, World)], runs: &[QueueRun], store_name: &str) {
+    let mut by_model: BTreeMap<&str, Vec<Outcome>> = BTreeMap::new();
+    println!("| model | trace | verdict | model outcome | real outcome ({store_name}) |");
+    println!("|---|---|---|---|---|");
+    for ((trace, _), run) in traces.iter().zip(runs) {
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            trace.model,
+            trace.what,
+            trace.verdict.name(),
+            run.model.name(),
+            run.real.name()
+        );
+        assert_eq!(
+            run.real, run.model,
+            "{} {}: real and model outcomes",
+            trace.model, trace.what
+        );
+        match (trace.verdict, trace.what.as_str()) {
+            (Verdict::Violated, "no-duplicate-effect") => {
+                assert_eq!(run.real, Outcome::Duplicated, "{}", trace.model)
+            }
+            (Verdict::Violated, "no-lost-effect") => {
+                assert_eq!(run.real, Outcome::Lost, "{}", trace.model)
+            }
+            (Verdict::Violated, other) => panic!("{}: no real outcome for {other}", trace.model),
+            _ => {
+                assert!(
+                    !violating(run.real),
+                    "{} {}: {:?}",
+                    trace.model,
+                    trace.what,
+                    run.real
+                );
+                // Healed: the event took effect, once, for real.
+                assert_eq!(
+                    run.effects_per_step.last(),
+                    Some(&1),
+                    "{} {}",
+                    trace.model,
+                    trace.what
+                );
+            }
+        }
+        by_model.entry(&trace.model).or_default().push(run.real);
+    }
+    for (holds, twin) in TWINS {
+        let holding = &by_model[holds];
+        // Evidence that the holding model's danger was presented to the real consumer and absorbed.
+        assert!(
+            holding.contains(&Outcome::Absorbed),
+            "{holds}: nothing absorbed for real"
+        );
+        assert!(
+            holding.iter().all(|outcome| !violating(*outcome)),
+            "{holds}"
+        );
+        assert!(
+            by_model[twin].iter().any(|outcome| violating(*outcome)),
+            "{twin}: the broken twin of {holds} is not caught for real"
+        );
+    }
+}
+
+#[test]
+fn every_queue_model_reproduces_on_nats_and_sqlite() {
+    let Some(nats) = TempNats::start() else {
+        return;
+    };
+    let broker = Broker::connect(&nats.url()).expect("a client connects");
+    let models = queue_models();
+    assert_eq!(models.len(), 13, "the catalogue's queue models");
+    let traces = traces(&models);
+    let folder = tempfile::tempdir().unwrap();
+    let runs = drive_all(&broker, &traces, "sqlite", |index| {
+        SqliteBackend::create(&folder.path().join(format!("queue-{index}.db"))).unwrap()
+    });
+    judge(&traces, &runs, "sqlite");
+}
+
+#[test]
+fn every_queue_model_reproduces_on_nats_and_postgres() {
+    let Some(nats) = TempNats::start() else {
+        return;
+    };
+    let Some(postgres) = TempPostgres::start() else {
+        return;
+    };
+    let broker = Broker::connect(&nats.url()).expect("a client connects");
+    let traces = traces(&queue_models());
+    let mut admin = postgres::Client::connect(&postgres.params(), postgres::NoTls).unwrap();
+    let runs = drive_all(&broker, &traces, "postgres", |index| {
+        admin
+            .batch_execute(&format!("CREATE DATABASE queue_{index}"))
+            .unwrap();
+        let params = format!(
+            "host=127.0.0.1 port={} user=postgres dbname=queue_{index}",
+            postgres.port
+        );
+        PostgresBackend::create(&params).unwrap()
+    });
+    judge(&traces, &runs, "postgres");
+}
+
+#[test]
+fn the_emulated_models_are_the_session_ones_and_the_readme_lists_them() {
+    let session: Vec<String> = queue_models()
+        .iter()
+        .filter(|model| {
+            let queue = model.world.queue().expect("a queue model");
+            queue.server().config().producer_dedup == ProducerDedup::Session
+                && model.world.faults().republishes > 0
+        })
+        .map(file_name)
+        .collect();
+    let listed: Vec<String> = EMULATED.iter().map(|(name, _)| name.to_string()).collect();
+    assert_eq!(
+        listed, session,
+        "the models whose broker dedup JetStream emulates"
+    );
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let section = readme
+        .split("## Queues on a real broker")
+        .nth(1)
+        .expect("README.md has a section \"Queues on a real broker\"");
+    for (name, _) in EMULATED {
+        assert!(
+            section.contains(name),
+            "README.md's queue section lists {name}"
+        );
+    }
+    // Every holding queue model has its twin in the table, and every twin is a violated model.
+    let models = queue_models();
+    for model in &models {
+        let holds = model
+            .expected
+            .values()
+            .all(|verdict| *verdict == Verdict::Holds);
+        let name = file_name(model);
+        assert_eq!(
+            holds,
+            TWINS.iter().any(|(holding, _)| *holding == name),
+            "{name}: a holding model has a twin listed, and only those"
+        );
+    }
+}
