@@ -168,10 +168,42 @@ struct Driver<'a, B: Backend> {
 /// The event's id (the model's name for it).
 const EVENT_ID: &str = "E1";
 
-/// Drive `actions` of `world` against the broker (on a new stream `stream`) and `backend`; an error names the
-/// step where real code and model parted.
+/// The consumer design a queue world's knobs describe.
+pub fn design_of(world: &QueueWorld) -> ConsumerDesign {
+    let config = world.server().config();
+    ConsumerDesign {
+        inbox: config.inbox,
+        dedup_key: config.dedup_key,
+        provider: world.provider(),
+    }
+}
+
+/// Drive `actions` of `world` against the broker (on a new stream `stream`) and `backend`, with the consumer
+/// the world describes; an error names the step where real code and model parted.
 pub fn drive<B: Backend>(
     world: &QueueWorld,
+    backend: &B,
+    broker: &Broker,
+    stream: &str,
+    actions: &[Action],
+    timing: Timing,
+) -> Result<QueueRun, String> {
+    drive_with(
+        world,
+        design_of(world),
+        backend,
+        broker,
+        stream,
+        actions,
+        timing,
+    )
+}
+
+/// `drive` with a real consumer of another design than the world's (a negative control: the lockstep
+/// comparison must catch the difference).
+pub fn drive_with<B: Backend>(
+    world: &QueueWorld,
+    design: ConsumerDesign,
     backend: &B,
     broker: &Broker,
     stream: &str,
@@ -182,7 +214,6 @@ pub fn drive<B: Backend>(
     if clients.count != 1 || clients.operations.len() != 1 {
         return Err("the real queue drives one producer with one event".to_string());
     }
-    let config = world.server().config();
     let window = window_for(world, actions, timing);
     let options = QueueOptions {
         duplicate_window: window,
@@ -199,11 +230,7 @@ pub fn drive<B: Backend>(
         queue,
         timing,
         window,
-        design: ConsumerDesign {
-            inbox: config.inbox,
-            dedup_key: config.dedup_key,
-            provider: world.provider(),
-        },
+        design,
         state: world.init_state(),
         procs: (0..world.processes()).map(|_| None).collect(),
         copies: Vec::new(),

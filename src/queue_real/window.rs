@@ -61,6 +61,10 @@ impl Default for RealConfig {
     }
 }
 
+/// Bounds on one fetch's wait for a delivery (JetStream refuses a pull request that expires in under 1 ms).
+const FETCH_WAIT_MIN: Duration = Duration::from_millis(2);
+const FETCH_WAIT_MAX: Duration = Duration::from_millis(50);
+
 /// One cell's count.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RealCell {
@@ -158,9 +162,11 @@ fn run_cell(
         let id = format!("ev-{event}");
         let message_id = (producer_dedup == ProducerDedup::Window).then_some(id.as_str());
         let published = queue.publish(&id, message_id, "{}")?;
+        // The delay runs from this event's own publish: its id's window started then.
+        let published_at = started.elapsed();
         copy_of.insert(published.sequence, (event, 0u64));
         let jitter: f64 = run_rng(config.seed, stream_of(event)).random_range(0.5..1.5);
-        republish_at.push((config.window.mul_f64(ratio * jitter), event));
+        republish_at.push((published_at + config.window.mul_f64(ratio * jitter), event));
     }
     republish_at.sort_by_key(|at| at.0);
     let mut next_republish = 0;
@@ -191,7 +197,12 @@ fn run_cell(
         if done_publishing && last_activity.elapsed() > quiet {
             break;
         }
-        let Some(received) = queue.fetch(Duration::from_millis(50))? else {
+        // Wait for a delivery no longer than until the next republish is due, so republishes go out on time.
+        let until_republish = republish_at
+            .get(next_republish)
+            .map_or(FETCH_WAIT_MAX, |at| at.0.saturating_sub(started.elapsed()));
+        let wait = until_republish.clamp(FETCH_WAIT_MIN, FETCH_WAIT_MAX);
+        let Some(received) = queue.fetch(wait)? else {
             continue;
         };
         last_activity = Instant::now();
@@ -230,4 +241,159 @@ fn run_cell(
         duplicates: effects.values().filter(|count| **count >= 2).count() as u32,
         copies_forwarded,
     })
+}
+
+/// One cell of the comparison: the real count beside the simulation's at the same settings.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Compared {
+    pub place: &'static str,
+    pub delay_over_window: f64,
+    pub window_s: f64,
+    pub events: u32,
+    pub duplicates: u32,
+    pub p_real: f64,
+    pub ci95_low: f64,
+    pub ci95_high: f64,
+    pub copies_forwarded: u32,
+    pub simulated_runs: u32,
+    pub p_simulated: f64,
+    pub simulated_ci95_low: f64,
+    pub simulated_ci95_high: f64,
+    /// The two 95% intervals overlap.
+    pub agrees: bool,
+}
+
+/// The simulation's cells at the real grid's settings (producer retries, the real window), `runs` each.
+pub fn simulated(config: &RealConfig, runs: u32) -> Vec<crate::experiments::dedup_window::Cell> {
+    use crate::experiments::dedup_window::{self as simulation, At, Cause};
+    let sim_config = simulation::Config {
+        window_ms: config.window.as_secs_f64() * 1000.0,
+        ratios: config.ratios.clone(),
+        crash_probability: config.crash_probability,
+        ack_loss_probability: config.ack_loss_probability,
+        max_receives: config.max_receives,
+    };
+    let mut cells = Vec::new();
+    for &place in &config.places {
+        for &ratio in &config.ratios {
+            let at = At {
+                cause: Cause::Retry,
+                place,
+                ratio,
+            };
+            let index = cells.len();
+            let outcomes: Vec<(bool, bool)> = (0..runs)
+                .map(|run| {
+                    let mut rng = run_rng(config.seed, simulation::stream(index, runs, run));
+                    simulation::run_once(at.cause, place, ratio, &sim_config, &mut rng)
+                })
+                .collect();
+            cells.push(simulation::count(at, &outcomes));
+        }
+    }
+    cells
+}
+
+/// Real cells beside simulated ones (the same order: place-major, then ratio).
+pub fn compare(
+    config: &RealConfig,
+    real: &[RealCell],
+    simulated: &[crate::experiments::dedup_window::Cell],
+) -> Vec<Compared> {
+    assert_eq!(
+        real.len(),
+        simulated.len(),
+        "one simulated cell per real one"
+    );
+    real.iter()
+        .zip(simulated)
+        .map(|(real, sim)| {
+            assert!(real.place == sim.place && real.ratio == sim.ratio);
+            let (low, high) = crate::sim::stats::wilson_95(real.duplicates, real.events);
+            let (sim_low, sim_high) = sim.wilson_95();
+            Compared {
+                place: real.place.name(),
+                delay_over_window: real.ratio,
+                window_s: config.window.as_secs_f64(),
+                events: real.events,
+                duplicates: real.duplicates,
+                p_real: f64::from(real.duplicates) / f64::from(real.events),
+                ci95_low: low,
+                ci95_high: high,
+                copies_forwarded: real.copies_forwarded,
+                simulated_runs: sim.runs,
+                p_simulated: sim.probability(),
+                simulated_ci95_low: sim_low,
+                simulated_ci95_high: sim_high,
+                agrees: low <= sim_high && sim_low <= high,
+            }
+        })
+        .collect()
+}
+
+/// `nats.md`: how the real figures were made, the agreement with the simulation, and the table.
+pub fn report(
+    config: &RealConfig,
+    rows: &[Compared],
+    simulated_runs: u32,
+    elapsed: Duration,
+) -> String {
+    let agreeing = rows.iter().filter(|row| row.agrees).count();
+    let mut text = format!(
+        "# dedup-window on a real broker (nats-server)\n\n\
+         Generated by `cargo run --example dedup_window_nats` (seed {seed}, {events} events per cell, {secs:.1} s of \
+         wall clock). Do not edit: rerun.\n\n\
+         The simulated experiment's question on NATS JetStream with the real consumer over SQLite \
+         (`retrylab::queue_real::window`): each event is published, then published again by its producer after \
+         {window:.1} s x delay/window x U(0.5, 1.5), with the event id as `Nats-Msg-Id` for the broker-window place \
+         (the stream's duplicate window: {window:.1} s) and no id elsewhere. The consumer crashes with probability \
+         {crash} at a uniformly chosen commit boundary and loses an ack with probability {loss}; the broker \
+         redelivers after its ack wait ({ack_ms} ms), up to {receives} deliveries. Beside each cell: the simulation \
+         (`experiments::dedup_window`, producer retry) at the same window and settings, {simulated_runs} runs.\n\n\
+         **Agreement: {agreeing} of {cells} cells have overlapping 95% Wilson intervals.**",
+        seed = config.seed,
+        events = config.events_per_cell,
+        secs = elapsed.as_secs_f64(),
+        window = config.window.as_secs_f64(),
+        crash = config.crash_probability,
+        loss = config.ack_loss_probability,
+        ack_ms = config.ack_wait.as_millis(),
+        receives = config.max_receives,
+        cells = rows.len(),
+    );
+    let disagreeing: Vec<String> = rows
+        .iter()
+        .filter(|row| !row.agrees)
+        .map(|row| {
+            format!(
+                "{} at {} x window (real {:.3}, simulated {:.3})",
+                row.place, row.delay_over_window, row.p_real, row.p_simulated
+            )
+        })
+        .collect();
+    if disagreeing.is_empty() {
+        text.push_str(" The real broker shows what the simulation shows: the window protects inside itself and not after it, no dedup and an offset key duplicate every republished copy, the inbox after the effect only through crashes, the inbox in the effect's transaction never.\n\n");
+    } else {
+        text.push_str(&format!(" Apart: {}.\n\n", disagreeing.join("; ")));
+    }
+    text.push_str("| place | delay / window | real P(duplicate) [95%] | copies stored | simulated P(duplicate) [95%] | agree |\n");
+    text.push_str("|---|---|---|---|---|---|\n");
+    for row in rows {
+        text.push_str(&format!(
+            "| {} | {} | {:.3} [{:.3}, {:.3}] ({}/{}) | {} | {:.3} [{:.3}, {:.3}] | {} |\n",
+            row.place,
+            row.delay_over_window,
+            row.p_real,
+            row.ci95_low,
+            row.ci95_high,
+            row.duplicates,
+            row.events,
+            row.copies_forwarded,
+            row.p_simulated,
+            row.simulated_ci95_low,
+            row.simulated_ci95_high,
+            if row.agrees { "yes" } else { "no" }
+        ));
+    }
+    text
 }
