@@ -376,6 +376,90 @@ fn the_dedup_window_grid_on_nats_agrees_with_the_simulation() {
     }
 }
 
+/// Beyond the catalogue: the outbox relay sets `Nats-Msg-Id`, so a relay that restarts inside the stream's window
+/// is deduplicated by JetStream even without an inbox (the model agrees: with no other fault, no-duplicate-effect
+/// holds), and one that restarts after it duplicates. Both checked by the model first, then driven for real.
+#[test]
+fn an_outbox_relay_restarting_inside_the_window_is_absorbed_by_the_broker() {
+    let Some(nats) = TempNats::start() else {
+        return;
+    };
+    let broker = Broker::connect(&nats.url()).expect("a client connects");
+    let model = queue_models()
+        .into_iter()
+        .find(|model| file_name(model) == "queue-outbox-relay-no-inbox.toml")
+        .expect("the shipped model");
+    let mut config = model
+        .world
+        .queue()
+        .expect("a queue model")
+        .server()
+        .config();
+    config.producer_dedup = ProducerDedup::Window;
+    // Only the relay's republish: a lost ack would be a redelivery, which no producer dedup sees.
+    let mut faults = model.world.faults();
+    faults.drop_responses = 0;
+    let inside = model
+        .world
+        .to_builder()
+        .queue(config)
+        .faults(faults)
+        .build()
+        .unwrap();
+    let report = inside.checker().max_states(SEARCH_STATES_MAX).bfs();
+    assert_eq!(
+        report.verdict(Property::NoDuplicateEffect.name()),
+        Verdict::Holds
+    );
+    let example = healed(
+        &inside,
+        report.example("producer-deduplicated").expect("reached"),
+    );
+    let folder = tempfile::tempdir().unwrap();
+    let backend = SqliteBackend::create(&folder.path().join("inside.db")).unwrap();
+    let world = inside.queue().unwrap();
+    let run = drive::drive(
+        world,
+        &backend,
+        &broker,
+        "INSIDE",
+        &example,
+        Timing::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        (run.real, run.model),
+        (Outcome::Absorbed, Outcome::Absorbed)
+    );
+    assert_eq!(run.effects_per_step.last(), Some(&1));
+    // The same relay restarting after the window.
+    let mut faults = inside.faults();
+    faults.window_expiries = 1;
+    let after = inside.to_builder().faults(faults).build().unwrap();
+    let report = after.checker().max_states(SEARCH_STATES_MAX).bfs();
+    let actions = report
+        .counterexample(Property::NoDuplicateEffect.name())
+        .expect("a republish after the window duplicates");
+    let backend = SqliteBackend::create(&folder.path().join("after.db")).unwrap();
+    let world = after.queue().unwrap();
+    let run = drive::drive(
+        world,
+        &backend,
+        &broker,
+        "AFTER",
+        actions,
+        Timing::default(),
+    )
+    .unwrap();
+    for line in &run.log {
+        println!("    {line}");
+    }
+    assert_eq!(
+        (run.real, run.model),
+        (Outcome::Duplicated, Outcome::Duplicated)
+    );
+}
+
 /// The lockstep comparison bites: the holding model's inbox-conflict trace, driven with a real consumer whose
 /// inbox row comes after the effect, parts from the model at the step where the two designs first differ.
 #[test]
