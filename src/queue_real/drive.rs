@@ -21,6 +21,8 @@
 
 use super::broker::{Broker, Queue, QueueOptions};
 use super::consumer::{Consumer, ConsumerDesign, Phase};
+pub use super::outcome::Outcome;
+use super::outcome::Seen;
 use super::relay::{self, Failpoint};
 use crate::handler::lockstep::Backend;
 use crate::model::{
@@ -29,69 +31,6 @@ use crate::model::{
 use crate::protocol::status;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-/// What happened to the event, from the effects and the acks: the queue models' outcomes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Outcome {
-    /// It took effect twice (two effect rows, or two provider charges).
-    Duplicated,
-    /// A consumer acked it while it had no effect.
-    Lost,
-    /// A second delivery or copy came and was absorbed: by the inbox, the broker's dedup or the provider's key.
-    Absorbed,
-    /// It took effect once and nothing else came.
-    Once,
-    /// The trace ends before any effect.
-    Nothing,
-}
-
-impl Outcome {
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Duplicated => "duplicated",
-            Outcome::Lost => "lost",
-            Outcome::Absorbed => "absorbed",
-            Outcome::Once => "once",
-            Outcome::Nothing => "nothing yet",
-        }
-    }
-}
-
-/// Observations along a run, real or model, that decide its outcome.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Seen {
-    duplicated: bool,
-    lost: bool,
-    absorbed: bool,
-    effects: usize,
-}
-
-impl Seen {
-    fn outcome(self) -> Outcome {
-        match self {
-            Seen {
-                duplicated: true, ..
-            } => Outcome::Duplicated,
-            Seen { lost: true, .. } => Outcome::Lost,
-            Seen { absorbed: true, .. } => Outcome::Absorbed,
-            Seen { effects: 0, .. } => Outcome::Nothing,
-            _ => Outcome::Once,
-        }
-    }
-
-    /// The model's observations of one transition.
-    fn model(&mut self, events: Events, state: &State) {
-        self.duplicated |= events.has(Event::DuplicateEffect);
-        self.lost |= events.has(Event::SuccessWithoutEffect);
-        let provider_absorbed =
-            events.has(Event::ProviderRetried) && !events.has(Event::DuplicateEffect);
-        self.absorbed |= events.has(Event::Replay)
-            || events.has(Event::InboxConflict)
-            || events.has(Event::ProducerDeduplicated)
-            || provider_absorbed;
-        self.effects = state.store.payments.len();
-    }
-}
 
 /// Real-time settings of a drive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

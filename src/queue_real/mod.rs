@@ -12,6 +12,7 @@
 pub mod broker;
 pub mod consumer;
 pub mod drive;
+mod outcome;
 pub mod relay;
 pub mod window;
 

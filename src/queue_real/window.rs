@@ -11,7 +11,7 @@
 //! loses its ack; the broker redelivers after its ack wait, up to its max-deliver. Cells run in parallel, one
 //! thread each (they mostly wait).
 
-use super::broker::{Broker, QueueOptions};
+use super::broker::{Broker, Queue, QueueOptions, Received};
 use super::consumer::{Consumer, ConsumerDesign, Phase, EFFECTS};
 use crate::experiments::dedup_window::Place;
 use crate::handler::sqlite::SqliteStore;
@@ -126,6 +126,70 @@ fn commits_in(before: Phase, after: Phase, before_effect_rows: usize) -> usize {
     }
 }
 
+/// One delivery handled to its fate: crashed at its commit boundary, or processed and then acked or not.
+fn handle(
+    mut consumer: Consumer<SqliteStore>,
+    fate: &Fate,
+    before_effect_rows: usize,
+    queue: &Queue<'_>,
+    received: &Received,
+) -> Result<(), String> {
+    let mut commits = 0;
+    loop {
+        if fate.crash_after == Some(commits) {
+            consumer.crash();
+            return Ok(());
+        }
+        let before = consumer.phase();
+        let reply = consumer.step().map_err(|e| e.to_string())?;
+        commits += commits_in(before, consumer.phase(), before_effect_rows);
+        if reply.is_some() {
+            break;
+        }
+    }
+    match fate.ack_lost {
+        true => Ok(()),
+        false => queue.ack(&received.message),
+    }
+}
+
+/// When each event's copy is due, and which event and copy each stream sequence holds.
+type Plan = (Vec<(Duration, u32)>, BTreeMap<u64, (u32, u64)>);
+
+/// Every event now; its copy after its drawn delay (the simulation's first draw of the run), counted from the
+/// event's own publish (its id's window started then).
+fn publish_originals(
+    queue: &Queue<'_>,
+    config: &RealConfig,
+    ratio: f64,
+    producer_dedup: ProducerDedup,
+    stream_of: impl Fn(u32) -> u64,
+    started: Instant,
+) -> Result<Plan, String> {
+    let mut republish_at = Vec::new();
+    let mut copy_of = BTreeMap::new();
+    for event in 0..config.events_per_cell {
+        let id = format!("ev-{event}");
+        let message_id = (producer_dedup == ProducerDedup::Window).then_some(id.as_str());
+        let published = queue.publish(&id, message_id, "{}")?;
+        let published_at = started.elapsed();
+        copy_of.insert(published.sequence, (event, 0u64));
+        let jitter: f64 = run_rng(config.seed, stream_of(event)).random_range(0.5..1.5);
+        republish_at.push((published_at + config.window.mul_f64(ratio * jitter), event));
+    }
+    republish_at.sort_by_key(|at| at.0);
+    Ok((republish_at, copy_of))
+}
+
+/// Events with two effects or more.
+fn duplicates(store: &SqliteStore) -> Result<u32, String> {
+    let mut effects: BTreeMap<String, u32> = BTreeMap::new();
+    for event in store.effects(EFFECTS).map_err(|e| e.to_string())? {
+        *effects.entry(event).or_default() += 1;
+    }
+    Ok(effects.values().filter(|count| **count >= 2).count() as u32)
+}
+
 fn run_cell(
     url: &str,
     folder: &Path,
@@ -155,20 +219,8 @@ fn run_cell(
     let events = config.events_per_cell;
     let stream_of = |event: u32| (index as u64 * u64::from(events) + u64::from(event)) * 64;
     let started = Instant::now();
-    // Every event now; its copy after its drawn delay (the simulation's first draw of the run).
-    let mut republish_at = Vec::new();
-    let mut copy_of = BTreeMap::new();
-    for event in 0..events {
-        let id = format!("ev-{event}");
-        let message_id = (producer_dedup == ProducerDedup::Window).then_some(id.as_str());
-        let published = queue.publish(&id, message_id, "{}")?;
-        // The delay runs from this event's own publish: its id's window started then.
-        let published_at = started.elapsed();
-        copy_of.insert(published.sequence, (event, 0u64));
-        let jitter: f64 = run_rng(config.seed, stream_of(event)).random_range(0.5..1.5);
-        republish_at.push((published_at + config.window.mul_f64(ratio * jitter), event));
-    }
-    republish_at.sort_by_key(|at| at.0);
+    let (republish_at, mut copy_of) =
+        publish_originals(&queue, config, ratio, producer_dedup, stream_of, started)?;
     let mut next_republish = 0;
     let mut copies_forwarded = 0;
     let mut last_activity = Instant::now();
@@ -210,35 +262,16 @@ fn run_cell(
         let (event, copy) = copy_of[&delivery.stream_sequence];
         let stream = stream_of(event) + 1 + copy * 16 + delivery.delivered;
         let fate = fate(config, stream, inbox.commits().len());
-        let mut consumer = Consumer::new(connect()?, design, delivery);
-        let mut commits = 0;
-        let reply = loop {
-            if fate.crash_after == Some(commits) {
-                break None;
-            }
-            let before = consumer.phase();
-            let reply = consumer.step().map_err(|e| e.to_string())?;
-            commits += commits_in(before, consumer.phase(), before_effect_rows);
-            if reply.is_some() {
-                break reply;
-            }
-        };
-        match reply {
-            None => consumer.crash(),
-            Some(_) if fate.ack_lost => {}
-            Some(_) => queue.ack(&received.message)?,
-        }
+        let consumer = Consumer::new(connect()?, design, delivery);
+        handle(consumer, &fate, before_effect_rows, &queue, &received)?;
     }
-    let mut effects: BTreeMap<String, u32> = BTreeMap::new();
-    for event in connect()?.effects(EFFECTS).map_err(|e| e.to_string())? {
-        *effects.entry(event).or_default() += 1;
-    }
+    let duplicates = duplicates(&connect()?)?;
     queue.delete()?;
     Ok(RealCell {
         place,
         ratio,
         events,
-        duplicates: effects.values().filter(|count| **count >= 2).count() as u32,
+        duplicates,
         copies_forwarded,
     })
 }
