@@ -9,9 +9,14 @@
 use retrylab::check::{Model as _, Verdict};
 use retrylab::experiments::dedup_window::Place;
 use retrylab::handler::lockstep::{Backend, PostgresBackend, SqliteBackend};
-use retrylab::model::{Action, Inbox, ProducerDedup, Property, World};
+use retrylab::handler::sqlite::SqliteStore;
+use retrylab::handler::Clock;
+use retrylab::model::{Action, DedupKey, Inbox, ProducerDedup, Property, Provider, World};
 use retrylab::queue_real::broker::Broker;
+use retrylab::queue_real::broker::QueueOptions;
+use retrylab::queue_real::consumer::{consume, ConsumerDesign, EFFECTS};
 use retrylab::queue_real::drive::{self, Outcome, QueueRun, Timing};
+use retrylab::queue_real::relay::{self, Failpoint};
 use retrylab::queue_real::window::{self, RealConfig};
 use retrylab::servers::nats::TempNats;
 use retrylab::servers::postgres::TempPostgres;
@@ -458,6 +463,70 @@ fn an_outbox_relay_restarting_inside_the_window_is_absorbed_by_the_broker() {
         (run.real, run.model),
         (Outcome::Duplicated, Outcome::Duplicated)
     );
+}
+
+/// The production path, no model: producers commit outbox rows, the relay publishes them (crashing once after a
+/// publish), the restarted relay publishes the unsent row again, and a consumer loop with the inbox in the
+/// effect's transaction takes each event once and absorbs the copy.
+#[test]
+fn outbox_relay_and_consumer_loop_take_each_event_once() {
+    let Some(nats) = TempNats::start() else {
+        return;
+    };
+    let broker = Broker::connect(&nats.url()).expect("a client connects");
+    let options = QueueOptions {
+        duplicate_window: std::time::Duration::from_millis(100),
+        ack_wait: std::time::Duration::from_millis(500),
+        max_deliver: 3,
+    };
+    let mut queue = broker.queue("PROD", options).unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("prod.db");
+    SqliteStore::create(&path).unwrap();
+    let connect = || SqliteStore::open(&path, Clock::default());
+    let mut producer = connect().unwrap();
+    for event in ["order-1", "order-2", "order-3"] {
+        assert!(relay::enqueue(&mut producer, event, "{}").unwrap());
+    }
+    let crashed =
+        relay::relay_once(&mut producer, &mut queue, Failpoint::CrashAfterPublish).unwrap();
+    assert!(crashed.crashed && crashed.published.len() == 1);
+    // The restarted relay, after the 100 ms window: all three rows are unsent, order-1 among them again.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let restarted =
+        relay::relay_once(&mut connect().unwrap(), &mut queue, Failpoint::None).unwrap();
+    assert_eq!(restarted.published.len(), 3);
+    assert!(restarted
+        .published
+        .iter()
+        .all(|(_, published)| !published.duplicate));
+    assert!(
+        relay::relay_once(&mut connect().unwrap(), &mut queue, Failpoint::None)
+            .unwrap()
+            .published
+            .is_empty()
+    );
+    let design = ConsumerDesign {
+        inbox: Inbox::SameTransaction,
+        dedup_key: DedupKey::EventId,
+        provider: Provider::None,
+    };
+    let replies = consume(
+        &queue,
+        design,
+        connect,
+        std::time::Duration::from_millis(300),
+    )
+    .unwrap();
+    let statuses: Vec<u16> = replies.iter().map(|reply| reply.status).collect();
+    assert_eq!(
+        statuses,
+        [201, 200, 201, 201],
+        "order-1, its copy, order-2, order-3"
+    );
+    let mut effects = connect().unwrap().effects(EFFECTS).unwrap();
+    effects.sort();
+    assert_eq!(effects, ["order-1", "order-2", "order-3"]);
 }
 
 /// The lockstep comparison bites: the holding model's inbox-conflict trace, driven with a real consumer whose

@@ -228,3 +228,23 @@ impl<S: Store> Consumer<S> {
         ready(self.store.commit())
     }
 }
+
+/// A consumer process's loop in production: fetch a delivery, handle it on a fresh connection, ack it; until no
+/// delivery comes within `wait`. The replies, in order (200: absorbed by the inbox, 201: processed).
+pub fn consume<S: Store>(
+    queue: &super::broker::Queue<'_>,
+    design: ConsumerDesign,
+    mut connect: impl FnMut() -> StoreResult<S>,
+    wait: std::time::Duration,
+) -> Result<Vec<Reply>, String> {
+    let mut replies = Vec::new();
+    while let Some(received) = queue.fetch(wait)? {
+        let store = connect().map_err(|e| e.to_string())?;
+        let reply = Consumer::new(store, design, received.delivery.clone())
+            .run()
+            .map_err(|e| e.to_string())?;
+        queue.ack(&received.message)?;
+        replies.push(reply);
+    }
+    Ok(replies)
+}
