@@ -89,6 +89,7 @@
 //! - [`spec`]: the model-file format.
 //! - [`handler`]: your own handler as async Rust over a store interface, checked, and run on SQLite and PostgreSQL.
 //! - [`real`]: the protocol as real code (in-memory and SQLite stores).
+//! - [`queue_real`]: the queue models against NATS JetStream (a consumer, an outbox relay, a trace driver).
 //! - [`backoff`]: retry strategies and retry control.
 //! - [`sim`]: the timed discrete-event kernel and its statistics.
 //! - [`experiments`]: grid -> seeded runs -> tables -> claims -> charts -> README, and each experiment's world.
@@ -103,6 +104,8 @@ pub mod handler;
 pub mod model;
 pub mod plot;
 pub mod protocol;
+#[cfg(feature = "nats")]
+pub mod queue_real;
 #[cfg(feature = "real")]
 pub mod real;
 pub mod report;

@@ -3,6 +3,7 @@
 //! `RETRYLAB_REQUIRE_SERVERS=1` (CI) a server that is not installed is a failure; otherwise the caller gets
 //! `None` after one line saying what was skipped and how to install it.
 
+pub mod nats;
 pub mod postgres;
 
 use std::net::TcpListener;

@@ -150,7 +150,7 @@ impl Cell {
 impl Place {
     /// The queue knobs this place stands for: a broker's producer dedup, or a consumer inbox (placement and
     /// key). The rules that give them meaning are `protocol::queue`'s, shared with the queue model.
-    fn knobs(self) -> (ProducerDedup, Inbox, DedupKey) {
+    pub fn knobs(self) -> (ProducerDedup, Inbox, DedupKey) {
         match self {
             Place::None => (ProducerDedup::None, Inbox::None, DedupKey::EventId),
             Place::BrokerWindow => (ProducerDedup::Window, Inbox::None, DedupKey::EventId),
