@@ -28,7 +28,11 @@ mod json;
 mod merge_cmd;
 mod names;
 mod output;
+#[cfg(feature = "stack")]
+mod probe_cmd;
 mod replay_cmd;
+#[cfg(feature = "stack")]
+mod serve_cmd;
 mod simulate_cmd;
 mod stdout;
 
@@ -66,6 +70,12 @@ pub enum Command {
     /// Walk a model by hand in the browser: a page on loopback showing the state, the enabled actions, back,
     /// and saving the path as a trace `replay` accepts.
     Explore(ExploreArgs),
+    /// Serve a handler design over HTTP: POST /payments with Idempotency-Key, GET /payments/count (loopback).
+    #[cfg(feature = "stack")]
+    Serve(serve_cmd::ServeArgs),
+    /// Check a live API's idempotency (concurrent keys, replays, changed bodies, lost responses...).
+    #[cfg(feature = "stack")]
+    Probe(probe_cmd::ProbeArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -242,7 +252,7 @@ pub fn run(cli: Cli) -> i32 {
     let threads = match &cli.command {
         Command::Check(args) => args.threads,
         Command::Simulate(args) => args.threads,
-        Command::Replay(_) | Command::Merge(_) | Command::Explore(_) => None,
+        _ => None,
     };
     if let Some(threads) = threads {
         if let Err(message) = check_threads(threads) {
@@ -281,5 +291,9 @@ pub fn run(cli: Cli) -> i32 {
         Command::Replay(args) => replay_cmd::run(&args),
         Command::Merge(args) => merge_cmd::run(&args),
         Command::Explore(args) => explore_cmd::run(&args),
+        #[cfg(feature = "stack")]
+        Command::Serve(args) => serve_cmd::run(&args),
+        #[cfg(feature = "stack")]
+        Command::Probe(args) => probe_cmd::run(&args),
     })
 }
