@@ -25,6 +25,8 @@ mod check_cmd;
 mod explore_cmd;
 mod explore_server;
 mod json;
+#[cfg(feature = "stack")]
+mod load_cmd;
 mod merge_cmd;
 mod names;
 mod output;
@@ -76,6 +78,9 @@ pub enum Command {
     /// Check a live API's idempotency (concurrent keys, replays, changed bodies, lost responses...).
     #[cfg(feature = "stack")]
     Probe(probe_cmd::ProbeArgs),
+    /// Retrying clients against a service for a bounded time (optionally through the fault proxy).
+    #[cfg(feature = "stack")]
+    Load(load_cmd::LoadArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -295,5 +300,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Serve(args) => serve_cmd::run(&args),
         #[cfg(feature = "stack")]
         Command::Probe(args) => probe_cmd::run(&args),
+        #[cfg(feature = "stack")]
+        Command::Load(args) => load_cmd::run(&args),
     })
 }

@@ -31,8 +31,8 @@ pub struct ProbeArgs {
     /// Requests sent together with one key.
     #[arg(long, default_value_t = 20)]
     pub concurrency: usize,
-    /// Rounds of the concurrent check, each with its own key.
-    #[arg(long, default_value_t = 1)]
+    /// Rounds of the concurrent check, each with its own key (it fails if any round does).
+    #[arg(long, default_value_t = 3)]
     pub rounds: usize,
     /// The API's declared answer to a request without a key.
     #[arg(long, default_value_t = 400)]

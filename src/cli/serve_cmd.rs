@@ -8,7 +8,7 @@ use retrylab::stack::connection::{Database, Keys};
 use retrylab::stack::crash_at::CrashAt;
 use retrylab::stack::design::Design;
 use retrylab::stack::http::loopback_address;
-use retrylab::stack::service::{prepare, serve, ServiceConfig, LEASE_MS_DEFAULT};
+use retrylab::stack::service::{prepare, router, serve, ServiceConfig, LEASE_MS_DEFAULT};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -140,8 +140,16 @@ pub fn run(args: &ServeArgs) -> i32 {
         errln!("error: {message}");
         return EXIT_BAD_INPUT;
     }
+    let routes = match router(config.clone()) {
+        Ok(routes) => routes,
+        Err(message) => {
+            errln!("error: {message}");
+            return EXIT_BAD_INPUT;
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_keep_alive(std::time::Duration::from_secs(600))
         .enable_all()
         .build()
     {
@@ -159,6 +167,13 @@ pub fn run(args: &ServeArgs) -> i32 {
                 return EXIT_BAD_INPUT;
             }
         };
+        let shutdown = match shutdown_signal() {
+            Ok(shutdown) => shutdown,
+            Err(error) => {
+                errln!("error: cannot handle signals: {error}");
+                return EXIT_BAD_INPUT;
+            }
+        };
         let bound = listener.local_addr().unwrap_or(address);
         outln!("listening on http://{bound}");
         let store = match &config.database {
@@ -173,7 +188,7 @@ pub fn run(args: &ServeArgs) -> i32 {
             config.design.name(),
             config.key_header
         );
-        match serve(listener, config, shutdown_signal()).await {
+        match serve(listener, routes, shutdown).await {
             Ok(()) => EXIT_OK,
             Err(error) => {
                 errln!("error: the server stopped: {error}");
@@ -185,27 +200,26 @@ pub fn run(args: &ServeArgs) -> i32 {
     code
 }
 
-/// Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    let interrupt = tokio::signal::ctrl_c();
+/// Ctrl-C or SIGTERM. The handlers are installed now (before the address is printed, so a signal sent as soon
+/// as the address is read is not missed); the future resolves on the first signal.
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     #[cfg(unix)]
     {
-        let mut terminate =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(terminate) => terminate,
-                Err(_) => {
-                    let _ = interrupt.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = interrupt => {}
-            _ = terminate.recv() => {}
-        }
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut interrupt = signal(SignalKind::interrupt())?;
+        let mut terminate = signal(SignalKind::terminate())?;
+        Ok(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+        })
     }
     #[cfg(not(unix))]
     {
-        let _ = interrupt.await;
+        Ok(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 //! `None` after one line saying what was skipped and how to install it.
 
 pub mod postgres;
+pub mod redis;
 
 use std::net::TcpListener;
 

@@ -7,6 +7,7 @@ use super::redis_kv::RedisKv;
 use crate::handler::postgres::PostgresStore;
 use crate::handler::sqlite::SqliteStore;
 use crate::handler::{Clock, SetMode, Store, StoreResult};
+use std::future::Future;
 use std::path::PathBuf;
 
 /// Where the tables and effects live (`--store`).
@@ -90,6 +91,24 @@ impl Connection {
     pub fn new_request(&mut self) {
         self.calls = 0;
         self.calls_named.clear();
+    }
+
+    /// Touch the tables once (a new PostgreSQL backend loads its catalog on its first queries, which takes
+    /// milliseconds: a warm pool has done that before the first request).
+    pub fn warm(&mut self) -> StoreResult<()> {
+        self.effects_total()?;
+        {
+            let mut row = std::pin::pin!(self.get("warm", "warm"));
+            match row
+                .as_mut()
+                .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+            {
+                std::task::Poll::Ready(result) => result.map(drop),
+                std::task::Poll::Pending => unreachable!("the stores answer at once"),
+            }?;
+        }
+        self.new_request();
+        Ok(())
     }
 
     /// Committed payment effects.

@@ -14,6 +14,7 @@ pub mod connection;
 pub mod crash_at;
 pub mod design;
 pub mod http;
+pub mod load;
 pub mod probe;
 pub mod proxy;
 pub mod redis_kv;

@@ -37,6 +37,10 @@ pub struct ServiceConfig {
 pub const LEASE_MS_DEFAULT: u64 = crate::handler::designs::common::LEASE_MS;
 /// Idle connections kept for reuse at most.
 const POOL_IDLE_MAX: usize = 64;
+/// Connections opened before the first request: a real service starts with a warm pool, and a burst of
+/// concurrent requests must not be staggered by connection set-up (a PostgreSQL backend takes milliseconds to
+/// start), which would hide the races the burst is there to show.
+pub const POOL_WARM: usize = 32;
 /// What a 409 tells the client to wait (seconds), as the catalogue's clients do with a lease.
 const RETRY_AFTER_S: &str = "1";
 
@@ -76,6 +80,15 @@ impl Service {
     }
 }
 
+impl Drop for Service {
+    fn drop(&mut self) {
+        // The PostgreSQL client blocks on its own runtime when dropped, which panics on a thread that drives
+        // this one: the last connections go on a plain thread.
+        let idle = std::mem::take(&mut *self.idle.lock().expect("the pool's lock"));
+        let _ = std::thread::spawn(move || drop(idle)).join();
+    }
+}
+
 /// Create the tables and check that a connection opens (a bad `--store` or `--keys` is found before listening).
 pub fn prepare(config: &ServiceConfig) -> Result<(), String> {
     config
@@ -87,25 +100,47 @@ pub fn prepare(config: &ServiceConfig) -> Result<(), String> {
         .map_err(|error| format!("cannot connect: {error}"))
 }
 
-pub fn router(config: ServiceConfig) -> Router {
+/// The routes, with `POOL_WARM` connections opened (blocking: call it before serving).
+pub fn router(config: ServiceConfig) -> Result<Router, String> {
+    let clock = Clock::default();
+    let mut idle = Vec::new();
+    for _ in 0..POOL_WARM {
+        let connection = Connection::open(
+            &config.database,
+            &config.keys,
+            clock.clone(),
+            config.crash_at.clone(),
+        )
+        .map_err(|error| format!("cannot connect: {error}"))?;
+        idle.push(connection);
+    }
     let service = Arc::new(Service {
         config,
-        clock: Clock::default(),
-        idle: Mutex::new(Vec::new()),
+        clock,
+        idle: Mutex::new(idle),
     });
-    Router::new()
+    Ok(Router::new()
         .route("/payments", post(create_payment))
         .route("/payments/count", get(count))
-        .with_state(service)
+        .with_state(service))
 }
 
-/// Serve on `listener` until `shutdown` resolves; requests in flight then finish (graceful shutdown).
+/// Serve `router` on `listener` until `shutdown` resolves; requests in flight then finish (graceful shutdown).
 pub async fn serve(
     listener: tokio::net::TcpListener,
-    config: ServiceConfig,
+    router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(config))
+    // Start the blocking pool's threads now (they stay for the runtime's keep-alive), for the warm pool's reason.
+    let warming: Vec<_> = (0..POOL_WARM)
+        .map(|_| {
+            tokio::task::spawn_blocking(|| std::thread::sleep(std::time::Duration::from_millis(20)))
+        })
+        .collect();
+    for thread in warming {
+        let _ = thread.await;
+    }
+    axum::serve(listener, router)
         .with_graceful_shutdown(shutdown)
         .await
 }
