@@ -6,7 +6,7 @@ use retrylab::backoff::{Backoff, RetryAfter, RetryPolicy, Strategy};
 use retrylab::stack::client::ClientConfig;
 use retrylab::stack::http::Url;
 use retrylab::stack::load::{run_load, LoadConfig};
-use retrylab::stack::proxy::{Fault, FaultPlan, Ratio};
+use retrylab::stack::proxy::{Fault, FaultPlan};
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
@@ -48,17 +48,17 @@ pub struct LoadArgs {
     pub seed: u64,
     #[arg(long, default_value = r#"{"amount":500,"currency":"RUB"}"#)]
     pub body: String,
-    /// Through the proxy: drop responses after the server processed them, with probability N/D.
-    #[arg(long, value_name = "N/D")]
+    /// Through the proxy: drop responses after the server processed them, with probability N/D (`:BUDGET`: at most that many).
+    #[arg(long, value_name = "N/D[:BUDGET]")]
     pub drop_response: Option<String>,
-    /// Through the proxy: send requests twice, N/D.
-    #[arg(long, value_name = "N/D")]
+    /// Through the proxy: send requests twice, N/D (`:BUDGET`: at most that many).
+    #[arg(long, value_name = "N/D[:BUDGET]")]
     pub duplicate: Option<String>,
-    /// Through the proxy: reset connections before forwarding, N/D.
-    #[arg(long, value_name = "N/D")]
+    /// Through the proxy: reset connections before forwarding, N/D (`:BUDGET`: at most that many).
+    #[arg(long, value_name = "N/D[:BUDGET]")]
     pub reset: Option<String>,
-    /// Through the proxy: delay requests by --delay-ms, N/D.
-    #[arg(long, value_name = "N/D")]
+    /// Through the proxy: delay requests by --delay-ms, N/D (`:BUDGET`: at most that many).
+    #[arg(long, value_name = "N/D[:BUDGET]")]
     pub delay: Option<String>,
     #[arg(long, default_value_t = 50)]
     pub delay_ms: u64,
@@ -67,13 +67,11 @@ pub struct LoadArgs {
     pub json: bool,
 }
 
-fn fault(flag: &str, ratio: &Option<String>) -> Result<Fault, String> {
+/// A fault flag's `N/D[:BUDGET]` (absent: off).
+pub fn fault(flag: &str, ratio: &Option<String>) -> Result<Fault, String> {
     match ratio {
         None => Ok(Fault::OFF),
-        Some(text) => Ok(Fault {
-            ratio: Ratio::parse(text).map_err(|e| format!("--{flag}: {e}"))?,
-            budget: None,
-        }),
+        Some(text) => Fault::parse(text).map_err(|e| format!("--{flag}: {e}")),
     }
 }
 

@@ -32,6 +32,8 @@ mod names;
 mod output;
 #[cfg(feature = "stack")]
 mod probe_cmd;
+#[cfg(feature = "stack")]
+mod proxy_cmd;
 mod replay_cmd;
 #[cfg(feature = "stack")]
 mod serve_cmd;
@@ -81,6 +83,9 @@ pub enum Command {
     /// Retrying clients against a service for a bounded time (optionally through the fault proxy).
     #[cfg(feature = "stack")]
     Load(load_cmd::LoadArgs),
+    /// The seeded fault-injecting proxy in front of a loopback service; prints its record at the end.
+    #[cfg(feature = "stack")]
+    Proxy(proxy_cmd::ProxyArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -302,5 +307,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Probe(args) => probe_cmd::run(&args),
         #[cfg(feature = "stack")]
         Command::Load(args) => load_cmd::run(&args),
+        #[cfg(feature = "stack")]
+        Command::Proxy(args) => proxy_cmd::run(&args),
     })
 }

@@ -202,7 +202,8 @@ pub fn run(args: &ServeArgs) -> i32 {
 
 /// Ctrl-C or SIGTERM. The handlers are installed now (before the address is printed, so a signal sent as soon
 /// as the address is read is not missed); the future resolves on the first signal.
-fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
+pub fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static>
+{
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};

@@ -60,6 +60,24 @@ impl Fault {
         budget: None,
     };
 
+    /// `N/D` or `N/D:BUDGET` (at most BUDGET times).
+    pub fn parse(text: &str) -> Result<Fault, String> {
+        let (ratio, budget) = match text.split_once(':') {
+            Some((ratio, budget)) => {
+                let budget: u32 = budget
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("'{text}': the budget after ':' is not a number"))?;
+                (ratio, Some(budget))
+            }
+            None => (text, None),
+        };
+        Ok(Fault {
+            ratio: Ratio::parse(ratio)?,
+            budget,
+        })
+    }
+
     /// The first `count` requests (probability 1, budget `count`).
     pub const fn first(count: u32) -> Fault {
         Fault {
@@ -348,6 +366,8 @@ mod tests {
         assert!(Ratio::parse("2/1").is_err());
         assert!(Ratio::parse("1/0").is_err());
         assert!(Ratio::parse("0.5").is_err());
+        assert_eq!(Fault::parse("1/1:2"), Ok(Fault::first(2)));
+        assert!(Fault::parse("1/2:x").is_err());
         assert_eq!(
             plan_actions(
                 &FaultPlan {

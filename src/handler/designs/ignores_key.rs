@@ -47,3 +47,31 @@ async fn mint<S: Store>(db: &mut S) -> StoreResult<u64> {
     db.commit().await?;
     Ok(next)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::{Model, Verdict};
+    use crate::handler::{HandlerFaults, HandlerWorld};
+
+    /// The checker explores it like any handler: one lost response and the retry pays again; the article's
+    /// design in the same world does not (the twin), and the lost response was reached in both.
+    #[test]
+    fn a_lost_response_makes_the_retry_pay_again_unlike_the_article() {
+        let faults = HandlerFaults {
+            drop_responses: 1,
+            ..HandlerFaults::default()
+        };
+        let body = "{\"amount\":500}";
+        let broken = HandlerWorld::new(IgnoresKey, 1, body).faults(faults);
+        let report = broken.checker().bfs();
+        assert!(report.complete);
+        assert_eq!(report.verdict("no-duplicate-effect"), Verdict::Violated);
+        let twin = HandlerWorld::new(Article, 1, body)
+            .faults(faults)
+            .checker()
+            .bfs();
+        assert_eq!(twin.verdict("no-duplicate-effect"), Verdict::Holds);
+        assert!(twin.reached("lost-response") && report.reached("lost-response"));
+    }
+}
