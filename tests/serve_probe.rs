@@ -8,7 +8,7 @@
 use retrylab::backoff::{Backoff, RetryAfter, RetryPolicy, Strategy};
 use retrylab::servers::postgres::TempPostgres;
 use retrylab::servers::redis::TempRedis;
-use retrylab::stack::client::{ClientConfig, Operation, RetryingClient};
+use retrylab::stack::client::{ClientConfig, Operation, Outcome, RetryingClient};
 use retrylab::stack::http::{exchange, HttpRequest, Url};
 use retrylab::stack::proxy::{plan_actions, Action, Fault, FaultPlan, Proxy, Ratio};
 use serde_json::Value;
@@ -191,7 +191,7 @@ fn client(attempts: u32) -> RetryingClient {
 
 /// One operation against `design` started with `--crash-at step` (the process dies there), then the same
 /// operation retried against the restarted service: the effects counted, and what the retry got.
-fn crash_then_retry(design: &str, step: &str, keys: &str) -> (u64, Option<(u16, String)>) {
+fn crash_then_retry(design: &str, step: &str, keys: &str, lease_ms: &str) -> (u64, Outcome) {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite:{}", dir.path().join("payments.sqlite").display());
     let common = [
@@ -202,7 +202,7 @@ fn crash_then_retry(design: &str, step: &str, keys: &str) -> (u64, Option<(u16, 
         "--keys",
         keys,
         "--lease-ms",
-        "300",
+        lease_ms,
     ];
     let client = client(6);
     let operation = Operation {
@@ -229,24 +229,40 @@ fn crash_then_retry(design: &str, step: &str, keys: &str) -> (u64, Option<(u16, 
         retried.succeeded(),
         "{design}: the retry succeeded: {retried:?}"
     );
-    (restarted.count(), retried.response)
+    (restarted.count(), retried)
 }
 
 /// A single attempt (the first one, which meets the crash).
-async fn client1(url: &Url, operation: &Operation) -> retrylab::stack::client::Outcome {
+async fn client1(url: &Url, operation: &Operation) -> Outcome {
     client(1).send(url, operation).await
 }
 
 #[test]
 fn separate_kv_pays_again_after_a_crash_between_commit_and_key_write_and_the_article_replays() {
     // separate-kv: kv-set (claim), BEGIN, insert-effect, COMMIT, kv-set (completion): crash after the commit.
-    let (count, _) = crash_then_retry("separate-kv", "commit", "same-database");
+    // A 3 s claim TTL outlives the restart: the retry is told 409 with Retry-After, waits it out, and pays
+    // again once the TTL has run out.
+    let (count, retried) = crash_then_retry("separate-kv", "commit", "same-database", "3000");
     assert_eq!(count, 2, "separate-kv: one operation, two payments");
+    let told = &retried.attempts[0];
+    assert_eq!(
+        (told.status, told.retry_after_ms),
+        (Some(409), Some(1000.0)),
+        "{retried:?}"
+    );
+    assert!(
+        retried.elapsed >= Duration::from_secs(1),
+        "Retry-After honoured: {retried:?}"
+    );
     // The fix: keys in the database's transaction (the article): the same crash point, after the payment's
     // commit (its second), and the retry replays the stored response.
-    let (count, response) = crash_then_retry("article", "commit:2", "same-database");
+    let (count, retried) = crash_then_retry("article", "commit:2", "same-database", "300");
     assert_eq!(count, 1, "article: one operation, one payment");
-    assert_eq!(response.map(|(status, _)| status), Some(200), "a replay");
+    assert_eq!(
+        retried.response.map(|(status, _)| status),
+        Some(200),
+        "a replay"
+    );
 }
 
 #[test]
@@ -254,7 +270,7 @@ fn models_redis_separate_store_reproduces_against_real_redis() {
     let Some(redis) = TempRedis::start() else {
         return;
     };
-    let (count, _) = crash_then_retry("separate-kv", "commit", &redis.url());
+    let (count, _) = crash_then_retry("separate-kv", "commit", &redis.url(), "300");
     assert_eq!(
         count, 2,
         "separate-kv on Redis: one operation, two payments"
@@ -402,4 +418,46 @@ fn probe_exits_2_on_bad_input_and_an_unreachable_api() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// `retrylab load --json` for two seconds through the proxy (1/5 of responses dropped after the server
+/// answered): the report line and the exit code.
+fn load(serve: &Serve, extra: &[&str]) -> (i32, Value) {
+    let out = Command::new(BIN)
+        .args([
+            "load",
+            &serve.payments(),
+            "--json",
+            "--duration-s",
+            "2",
+            "--clients",
+            "4",
+        ])
+        .args(["--drop-response", "1/5", "--seed", "16", "--count-url"])
+        .arg(format!("{}/payments/count", serve.base))
+        .args(extra)
+        .output()
+        .expect("retrylab load runs");
+    let line = String::from_utf8_lossy(&out.stdout);
+    let report =
+        serde_json::from_str(line.trim()).unwrap_or_else(|_| panic!("not a report: {line}"));
+    (out.status.code().unwrap_or(-1), report)
+}
+
+#[test]
+fn load_counts_no_duplicate_for_the_article_and_the_duplicates_of_ignores_key() {
+    let serve = Serve::start(&["--design", "article"]);
+    let (code, report) = load(&serve, &[]);
+    assert_eq!(report["duplicates"], 0, "{report}");
+    assert_eq!(report["succeeded"], report["operations"], "{report}");
+    assert!(
+        report["proxy_actions"]["drop-response"].as_u64().unwrap() > 0,
+        "{report}"
+    );
+    assert_eq!(code, 0);
+    // The twin: the server that mints its own key pays again for every dropped response.
+    let serve = Serve::start(&["--design", "ignores-key"]);
+    let (code, report) = load(&serve, &[]);
+    assert!(report["duplicates"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(code, 1, "duplicates are a finding: exit 1");
 }
