@@ -95,6 +95,7 @@
 //! - [`experiments`]: grid -> seeded runs -> tables -> claims -> charts -> README, and each experiment's world.
 //! - [`plot`]: line charts with 95% bands as data; drawn as SVG and PNG with the `plot` feature.
 //! - [`report`]: the verdict matrix (Markdown, Mermaid and SVG).
+//! - `stack` (feature `stack`): the designs served over HTTP, the retrying client, the fault proxy, the probe.
 
 pub mod atomic;
 pub mod backoff;
@@ -112,3 +113,5 @@ pub mod report;
 pub mod servers;
 pub mod sim;
 pub mod spec;
+#[cfg(feature = "stack")]
+pub mod stack;

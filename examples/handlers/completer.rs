@@ -5,7 +5,7 @@
 //! completer's charge and the handler's are two charges for one ride; with one, the provider answers the
 //! repeat with the first charge.
 
-use super::common::*;
+use retrylab::handler::designs::common::*;
 use retrylab::handler::{Handler, Reply, Request, Store, StoreError, Worker};
 
 pub const RIDES: &str = "rides";

@@ -2,7 +2,7 @@
 //! lease may be taken over; the completion is a compare-and-set on the claim the owner made, so a stale owner
 //! (paused past its lease, or crashed and taken over) cannot complete, and its payment rolls back with it.
 
-use super::common::*;
+use retrylab::handler::designs::common::*;
 use retrylab::handler::{Handler, Reply, Request, Store, StoreError};
 
 pub struct LeaseFenced;

@@ -6,8 +6,8 @@
 // Paths spelled out so that tests/handlers.rs can include this file as a module and reach the same designs.
 #[path = "article.rs"]
 mod article;
-#[path = "common.rs"]
-mod common;
+// Moved into the library (`retrylab::handler::designs`) so that `retrylab serve` runs the same code.
+use retrylab::handler::designs::{common, select_then_insert, separate_kv};
 #[path = "completer.rs"]
 mod completer;
 #[path = "lease_fenced.rs"]
@@ -18,10 +18,6 @@ mod powertools_2944;
 mod powertools_5714;
 #[path = "provider.rs"]
 mod provider;
-#[path = "select_then_insert.rs"]
-mod select_then_insert;
-#[path = "separate_kv.rs"]
-mod separate_kv;
 
 use retrylab::check::{Expected, Model, Report, Verdict};
 use retrylab::handler::{Handler, HandlerFaults, HandlerWorld, RecordsIn, Worker};

@@ -3,7 +3,7 @@
 //! payment committed (here, writing an audit row fails) deletes the record, and the retry pays again. The fix:
 //! delete only while the effect has not committed; after it, the record says completed and a retry replays it.
 
-use super::common::*;
+use retrylab::handler::designs::common::*;
 use retrylab::handler::{Handler, Reply, Request, Store, StoreError};
 
 pub struct DeleteAfterCommit;

@@ -3,8 +3,8 @@
 //! slow and completed in between, the SET overwrites the COMPLETED record and the operation runs again. The
 //! fix: take over with a compare-and-set on the record that was read.
 
-use super::common::*;
 use super::lease_fenced::{expired, pay_fenced};
+use retrylab::handler::designs::common::*;
 use retrylab::handler::{Handler, Reply, Request, Store, StoreError};
 
 pub struct UnconditionalTakeOver;

@@ -2,8 +2,8 @@
 //! derived from the incoming one, a retry after a crash between the charge and the commit charges again; with
 //! one (rocket-rides' `idempotency_key` on the charge), the provider answers the repeat with the first charge.
 
-use super::common::*;
 use super::lease_fenced::handle;
+use retrylab::handler::designs::common::*;
 use retrylab::handler::{Handler, Reply, Request, Store};
 
 pub struct ProviderWithoutKey;

@@ -25,10 +25,18 @@ mod check_cmd;
 mod explore_cmd;
 mod explore_server;
 mod json;
+#[cfg(feature = "stack")]
+mod load_cmd;
 mod merge_cmd;
 mod names;
 mod output;
+#[cfg(feature = "stack")]
+mod probe_cmd;
+#[cfg(feature = "stack")]
+mod proxy_cmd;
 mod replay_cmd;
+#[cfg(feature = "stack")]
+mod serve_cmd;
 mod simulate_cmd;
 mod stdout;
 
@@ -66,6 +74,18 @@ pub enum Command {
     /// Walk a model by hand in the browser: a page on loopback showing the state, the enabled actions, back,
     /// and saving the path as a trace `replay` accepts.
     Explore(ExploreArgs),
+    /// Serve a handler design over HTTP: POST /payments with Idempotency-Key, GET /payments/count (loopback).
+    #[cfg(feature = "stack")]
+    Serve(serve_cmd::ServeArgs),
+    /// Check a live API's idempotency (concurrent keys, replays, changed bodies, lost responses...).
+    #[cfg(feature = "stack")]
+    Probe(probe_cmd::ProbeArgs),
+    /// Retrying clients against a service for a bounded time (optionally through the fault proxy).
+    #[cfg(feature = "stack")]
+    Load(load_cmd::LoadArgs),
+    /// The seeded fault-injecting proxy in front of a loopback service; prints its record at the end.
+    #[cfg(feature = "stack")]
+    Proxy(proxy_cmd::ProxyArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -242,7 +262,7 @@ pub fn run(cli: Cli) -> i32 {
     let threads = match &cli.command {
         Command::Check(args) => args.threads,
         Command::Simulate(args) => args.threads,
-        Command::Replay(_) | Command::Merge(_) | Command::Explore(_) => None,
+        _ => None,
     };
     if let Some(threads) = threads {
         if let Err(message) = check_threads(threads) {
@@ -281,5 +301,13 @@ pub fn run(cli: Cli) -> i32 {
         Command::Replay(args) => replay_cmd::run(&args),
         Command::Merge(args) => merge_cmd::run(&args),
         Command::Explore(args) => explore_cmd::run(&args),
+        #[cfg(feature = "stack")]
+        Command::Serve(args) => serve_cmd::run(&args),
+        #[cfg(feature = "stack")]
+        Command::Probe(args) => probe_cmd::run(&args),
+        #[cfg(feature = "stack")]
+        Command::Load(args) => load_cmd::run(&args),
+        #[cfg(feature = "stack")]
+        Command::Proxy(args) => proxy_cmd::run(&args),
     })
 }

@@ -5,6 +5,7 @@
 
 pub mod nats;
 pub mod postgres;
+pub mod redis;
 
 use std::net::TcpListener;
 

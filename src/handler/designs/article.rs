@@ -29,6 +29,16 @@ impl ArticleKnobs {
         on_error: OnError::KeepInProgress,
     };
 
+    /// The article fingerprinting the raw bytes of the body (DOMAIN.md: the same JSON re-serialised with another
+    /// key order gets 422; `models/raw-fingerprint-reserialised.toml`).
+    pub const RAW_FINGERPRINT: ArticleKnobs = ArticleKnobs {
+        protocol: ProtocolConfig {
+            fingerprint: crate::protocol::FingerprintPolicy::Raw,
+            ..ProtocolConfig::ARTICLE
+        },
+        on_error: OnError::KeepInProgress,
+    };
+
     /// The article with another claim mechanism, lease and fencing (normalised fingerprint, the article's
     /// `on_error`).
     pub const fn claim_lease_fencing(claim: Claim, lease: Lease, fencing: bool) -> ArticleKnobs {

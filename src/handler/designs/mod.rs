@@ -5,10 +5,23 @@
 //!
 //! - [`article`]: the article's design, with the protocol's knobs (claim mechanism, lease, fencing, fingerprint,
 //!   what a failure does to the key); every decision is `crate::protocol`'s.
+//! - [`select_then_insert`], [`separate_kv`] (and what they share, [`common`]): catalogue entries moved here so
+//!   that `retrylab serve` runs them too (issue 16).
+//! - [`ignores_key`], [`global_key_scope`]: the article's design under two broken front doors (a server-minted
+//!   key; a key scope that forgets the client).
 
 pub mod article;
+pub mod common;
+pub mod global_key_scope;
+pub mod ignores_key;
+pub mod select_then_insert;
+pub mod separate_kv;
 
 pub use article::{Article, ArticleKnobs};
+pub use global_key_scope::GlobalKeyScope;
+pub use ignores_key::IgnoresKey;
+pub use select_then_insert::SelectThenInsert;
+pub use separate_kv::{SeparateKv, SeparateKvTtl, SetThenExpire};
 
 use crate::handler::{Handler, HandlerFaults, HandlerWorld};
 

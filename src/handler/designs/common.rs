@@ -1,6 +1,6 @@
 //! What the handlers share: the record key, the record values, and a 500 for a store error.
 
-use retrylab::handler::{Reply, Request, StoreError};
+use crate::handler::{Reply, Request, StoreError};
 
 /// The idempotency record's key: scoped per client (DOMAIN.md mistake 3 is a global scope).
 pub fn record_key(request: &Request) -> String {

@@ -4,22 +4,33 @@
 //! leaves a key that never expires: 409 forever), next to its fix, SET with NX and PX in one command.
 
 use super::common::*;
-use retrylab::handler::{Handler, Reply, Request, SetMode, Store, StoreError};
+use crate::handler::{Handler, Reply, Request, SetMode, Store, StoreError};
 
 /// Claim with one command (SET NX PX).
 pub struct SeparateKv;
 /// Claim with SET NX, then EXPIRE.
 pub struct SetThenExpire;
+/// `SeparateKv` with another claim TTL than `LEASE_MS` (`retrylab serve --lease-ms`: a test waits for the
+/// expiry in real time).
+pub struct SeparateKvTtl {
+    pub ttl_ms: u64,
+}
 
 impl Handler for SeparateKv {
     async fn handle<S: Store>(&self, db: &mut S, request: &Request) -> Reply {
-        or_500(handle(db, request, false).await)
+        or_500(handle(db, request, false, LEASE_MS).await)
+    }
+}
+
+impl Handler for SeparateKvTtl {
+    async fn handle<S: Store>(&self, db: &mut S, request: &Request) -> Reply {
+        or_500(handle(db, request, false, self.ttl_ms).await)
     }
 }
 
 impl Handler for SetThenExpire {
     async fn handle<S: Store>(&self, db: &mut S, request: &Request) -> Reply {
-        or_500(handle(db, request, true).await)
+        or_500(handle(db, request, true, LEASE_MS).await)
     }
 }
 
@@ -27,6 +38,7 @@ async fn handle<S: Store>(
     db: &mut S,
     request: &Request,
     expire_apart: bool,
+    ttl_ms: u64,
 ) -> Result<Reply, StoreError> {
     let key = record_key(request);
     let claimed = if expire_apart {
@@ -42,7 +54,7 @@ async fn handle<S: Store>(
             )
             .await?;
         if set {
-            db.kv_expire(&key, LEASE_MS).await?;
+            db.kv_expire(&key, ttl_ms).await?;
         }
         set
     } else {
@@ -51,7 +63,7 @@ async fn handle<S: Store>(
             IN_PROGRESS,
             SetMode {
                 if_absent: true,
-                ttl_ms: Some(LEASE_MS),
+                ttl_ms: Some(ttl_ms),
             },
         )
         .await?

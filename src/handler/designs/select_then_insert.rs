@@ -3,7 +3,7 @@
 //! `models/select-then-insert.toml`, written as a handler). Two processes both find nothing and both charge.
 
 use super::common::*;
-use retrylab::handler::{Handler, Reply, Request, Store, StoreError};
+use crate::handler::{Handler, Reply, Request, Store, StoreError};
 
 pub struct SelectThenInsert;
 

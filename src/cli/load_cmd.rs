@@ -1,0 +1,193 @@
+//! `retrylab load URL`: retrying clients against a service for a bounded time, optionally through the fault
+//! proxy; prints requests, successes, duplicates (with `--count-url`) and latency percentiles.
+
+use super::{EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
+use retrylab::backoff::{Backoff, RetryAfter, RetryPolicy, Strategy};
+use retrylab::stack::client::ClientConfig;
+use retrylab::stack::http::Url;
+use retrylab::stack::load::{run_load, LoadConfig};
+use retrylab::stack::proxy::{Fault, FaultPlan};
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+pub struct LoadArgs {
+    /// The idempotent POST endpoint (loopback only).
+    pub url: String,
+    /// The effects count endpoint (`retrylab serve`'s is URL/count): duplicates are counted against it.
+    #[arg(long, value_name = "URL")]
+    pub count_url: Option<String>,
+    /// Closed loop: this many clients, each starting its next operation when the last ended.
+    #[arg(long, default_value_t = 8)]
+    pub clients: usize,
+    /// Open loop instead: this many new operations per second.
+    #[arg(long)]
+    pub rate: Option<u32>,
+    /// How long, in seconds (at most 600).
+    #[arg(long, default_value_t = 10)]
+    pub duration_s: u64,
+    #[arg(long, default_value = "full-jitter")]
+    pub strategy: String,
+    #[arg(long, default_value_t = 10.0)]
+    pub base_ms: f64,
+    #[arg(long, default_value_t = 1000.0)]
+    pub cap_ms: f64,
+    /// Attempts per operation, the first included.
+    #[arg(long, default_value_t = 6)]
+    pub attempts: u32,
+    /// An operation's whole time budget.
+    #[arg(long, default_value_t = 10_000.0)]
+    pub deadline_ms: f64,
+    #[arg(long, default_value_t = 2000)]
+    pub attempt_timeout_ms: u64,
+    /// The longest Retry-After honoured (longer: give up).
+    #[arg(long, default_value_t = 5000.0)]
+    pub retry_after_max_ms: f64,
+    #[arg(long, default_value = "Idempotency-Key")]
+    pub key_header: String,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, default_value = r#"{"amount":500,"currency":"RUB"}"#)]
+    pub body: String,
+    /// Through the proxy: drop responses after the server processed them, with probability N/D (`:BUDGET`: at most that many).
+    #[arg(long, value_name = "N/D[:BUDGET]")]
+    pub drop_response: Option<String>,
+    /// Through the proxy: send requests twice, N/D (`:BUDGET`: at most that many).
+    #[arg(long, value_name = "N/D[:BUDGET]")]
+    pub duplicate: Option<String>,
+    /// Through the proxy: reset connections before forwarding, N/D (`:BUDGET`: at most that many).
+    #[arg(long, value_name = "N/D[:BUDGET]")]
+    pub reset: Option<String>,
+    /// Through the proxy: delay requests by --delay-ms, N/D (`:BUDGET`: at most that many).
+    #[arg(long, value_name = "N/D[:BUDGET]")]
+    pub delay: Option<String>,
+    #[arg(long, default_value_t = 50)]
+    pub delay_ms: u64,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A fault flag's `N/D[:BUDGET]` (absent: off).
+pub fn fault(flag: &str, ratio: &Option<String>) -> Result<Fault, String> {
+    match ratio {
+        None => Ok(Fault::OFF),
+        Some(text) => Fault::parse(text).map_err(|e| format!("--{flag}: {e}")),
+    }
+}
+
+fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
+    let url = Url::parse(&args.url)?;
+    let count_url = match &args.count_url {
+        Some(text) => Some(Url::parse(text).map_err(|e| format!("--count-url: {e}"))?),
+        None => None,
+    };
+    let strategy: Strategy = args
+        .strategy
+        .parse()
+        .map_err(|e| format!("--strategy {}: {e}", args.strategy))?;
+    let backoff = Backoff::new(strategy, args.base_ms, args.cap_ms)
+        .map_err(|e| format!("--base-ms/--cap-ms: {e}"))?;
+    if args.attempts == 0 || args.clients == 0 || args.clients > 1024 {
+        return Err("--attempts must be at least 1 and --clients in 1..=1024".into());
+    }
+    let plan = FaultPlan {
+        seed: args.seed,
+        reset: fault("reset", &args.reset)?,
+        drop_response: fault("drop-response", &args.drop_response)?,
+        duplicate: fault("duplicate", &args.duplicate)?,
+        delay: fault("delay", &args.delay)?,
+        delay_ms: args.delay_ms,
+    };
+    let faults = (plan != FaultPlan::none(args.seed)).then_some(plan);
+    Ok(LoadConfig {
+        url,
+        count_url,
+        clients: args.clients,
+        rate_per_s: args.rate,
+        duration: Duration::from_secs(args.duration_s),
+        client: ClientConfig {
+            policy: RetryPolicy {
+                backoff,
+                attempts_max: Some(args.attempts),
+                deadline_ms: Some(args.deadline_ms),
+                retry_after: RetryAfter::Honour {
+                    wait_ms_max: args.retry_after_max_ms,
+                },
+            },
+            attempt_timeout: Duration::from_millis(args.attempt_timeout_ms),
+            key_header: args.key_header.clone(),
+            client: None,
+            seed: args.seed,
+        },
+        body: args.body.clone(),
+        faults,
+    })
+}
+
+pub fn run(args: &LoadArgs) -> i32 {
+    let config = match config(args) {
+        Ok(config) => config,
+        Err(message) => {
+            errln!("error: {message}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            errln!("error: cannot start the runtime: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let report = match runtime.block_on(run_load(&config)) {
+        Ok(report) => report,
+        Err(message) => {
+            errln!("error: {message}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if args.json {
+        outln!(
+            "{}",
+            serde_json::to_string(&report).expect("a report serialises")
+        );
+    } else {
+        let shown = |value: Option<u64>| value.map_or("-".to_string(), |v| v.to_string());
+        outln!("{} for {:.1} s", report.mode, report.elapsed_s);
+        outln!(
+            "operations {}  requests {}  succeeded {}  gave up {}  effects {}  duplicates {}",
+            report.operations,
+            report.requests,
+            report.succeeded,
+            report.gave_up,
+            shown(report.effects),
+            shown(report.duplicates)
+        );
+        outln!(
+            "{:.1} operations/s  latency ms p50 {:.1}  p90 {:.1}  p99 {:.1}  max {:.1}",
+            report.operations_per_s,
+            report.latency_ms_p50,
+            report.latency_ms_p90,
+            report.latency_ms_p99,
+            report.latency_ms_max
+        );
+        if !report.proxy_actions.is_empty() {
+            let actions: Vec<String> = report
+                .proxy_actions
+                .iter()
+                .map(|(a, n)| format!("{a} {n}"))
+                .collect();
+            outln!("proxy: {}", actions.join(", "));
+        }
+    }
+    // Duplicates are the finding: exit 1, as a failed check.
+    if report.duplicates.is_some_and(|d| d > 0) {
+        EXIT_MISMATCH
+    } else {
+        EXIT_OK
+    }
+}

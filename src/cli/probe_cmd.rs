@@ -1,0 +1,171 @@
+//! `retrylab probe URL`: the idempotency checks against a live API on loopback. Exit 0 every check passed (or
+//! was n/a), 1 a check failed, 2 bad input or the API unreachable.
+
+use super::{EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
+use retrylab::stack::http::Url;
+use retrylab::stack::probe::{exit_code, run_checks, table, ProbeConfig};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+#[derive(clap::Args, Debug)]
+pub struct ProbeArgs {
+    /// The endpoint that takes the idempotent POST, e.g. http://127.0.0.1:8080/payments (loopback only).
+    pub url: String,
+    /// A GET endpoint answering the number of effects (`{"count": N}` or a bare number); without it the
+    /// checks judge from responses alone. `retrylab serve`'s is URL/count.
+    #[arg(long, value_name = "URL")]
+    pub count_url: Option<String>,
+    #[arg(long, default_value = "Idempotency-Key")]
+    pub key_header: String,
+    /// The header naming the client; `none`: the API has no client identity (cross-client is n/a).
+    #[arg(long, default_value = "X-Client-Id")]
+    pub client_header: String,
+    /// The two client identities, `A,B`.
+    #[arg(long, default_value = "probe-a,probe-b")]
+    pub clients: String,
+    /// Another header for every request, `NAME:VALUE` (repeatable).
+    #[arg(long = "header", value_name = "NAME:VALUE")]
+    pub headers: Vec<String>,
+    /// The request body, a JSON object.
+    #[arg(long, default_value = r#"{"amount":500,"currency":"RUB"}"#)]
+    pub body: String,
+    /// Requests sent together with one key.
+    #[arg(long, default_value_t = 20)]
+    pub concurrency: usize,
+    /// Rounds of the concurrent check, each with its own key (it fails if any round does).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// The API's declared answer to a request without a key.
+    #[arg(long, default_value_t = 400)]
+    pub missing_key_status: u16,
+    /// The API's declared answer to a key reused with another body.
+    #[arg(long, default_value_t = 422)]
+    pub changed_body_status: u16,
+    /// The API's declared key expiry: the expiry check waits it out (at most 120000); without it, n/a.
+    #[arg(long)]
+    pub expiry_ms: Option<u64>,
+    /// Each request's time limit.
+    #[arg(long, default_value_t = 5000)]
+    pub timeout_ms: u64,
+    /// Part of every key (default: from the clock, so runs do not share keys).
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// Seeds the retrying client's jitter and the proxy.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Run only this check (repeatable).
+    #[arg(long = "check", value_name = "NAME")]
+    pub checks: Vec<String>,
+    /// One JSON object per check per line: check, result (pass|fail|n/a), evidence, reproduce.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn config(args: &ProbeArgs) -> Result<ProbeConfig, String> {
+    let url = Url::parse(&args.url)?;
+    let count_url = match &args.count_url {
+        Some(text) => {
+            let count = Url::parse(text).map_err(|e| format!("--count-url: {e}"))?;
+            if count.address != url.address {
+                return Err(format!(
+                    "--count-url {text}: must be on the same server as {}",
+                    args.url
+                ));
+            }
+            Some(count)
+        }
+        None => None,
+    };
+    let clients = match args.clients.split_once(',') {
+        Some((a, b)) if !a.is_empty() && !b.is_empty() => [a.to_string(), b.to_string()],
+        _ => return Err(format!("--clients {}: expected A,B", args.clients)),
+    };
+    let mut headers = Vec::new();
+    for header in &args.headers {
+        match header.split_once(':') {
+            Some((name, value)) if !name.trim().is_empty() => {
+                headers.push((name.trim().to_string(), value.trim().to_string()))
+            }
+            _ => return Err(format!("--header {header}: expected NAME:VALUE")),
+        }
+    }
+    let run_id = args.run_id.clone().unwrap_or_else(|| {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        format!("{:x}", nanos & 0xffff_ffff_ffff)
+    });
+    if args.timeout_ms == 0 || args.timeout_ms > 60_000 {
+        return Err("--timeout-ms: must be in 1..=60000".into());
+    }
+    Ok(ProbeConfig {
+        url,
+        count_url,
+        key_header: args.key_header.clone(),
+        client_header: (args.client_header != "none").then(|| args.client_header.clone()),
+        clients,
+        headers,
+        body: args.body.clone(),
+        concurrency: args.concurrency,
+        rounds: args.rounds,
+        missing_key_status: args.missing_key_status,
+        changed_body_status: args.changed_body_status,
+        expiry_ms: args.expiry_ms,
+        timeout: Duration::from_millis(args.timeout_ms),
+        run_id,
+        seed: args.seed,
+        only: args.checks.clone(),
+    })
+}
+
+pub fn run(args: &ProbeArgs) -> i32 {
+    let config = match config(args) {
+        Ok(config) => config,
+        Err(message) => {
+            errln!("error: {message}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            errln!("error: cannot start the runtime: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if !args.json {
+        errln!(
+            "probing {} (run {}, {} concurrent requests x {} round(s))",
+            config.url.to_text(),
+            config.run_id,
+            config.concurrency,
+            config.rounds
+        );
+    }
+    let results = match runtime.block_on(run_checks(&config)) {
+        Ok(results) => results,
+        Err(error) => {
+            errln!("error: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    if args.json {
+        for result in &results {
+            outln!(
+                "{}",
+                serde_json::to_string(result).expect("a result serialises")
+            );
+        }
+    } else {
+        for line in table(&results).lines() {
+            outln!("{line}");
+        }
+    }
+    match exit_code(&results) {
+        0 => EXIT_OK,
+        _ => EXIT_MISMATCH,
+    }
+}

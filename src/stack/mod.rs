@@ -1,0 +1,21 @@
+//! The real stack (issue 16): the handler designs served over HTTP, a retrying client, a fault-injecting
+//! proxy, a black-box probe of any API's idempotency, and a load generator; all on loopback.
+//!
+//! - [`design`]: the designs `retrylab serve` runs, by name (handlers of `crate::handler::designs`).
+//! - [`service`]: the axum service (`POST /payments`, `GET /payments/count`); [`connection`]: one handler's
+//!   store (SQLite or PostgreSQL, keys in the database or in Redis via [`redis_kv`]), with the
+//!   [`crash_at`] failpoint.
+//! - [`client`]: the retrying client (reqwest and `crate::backoff`).
+//! - [`proxy`]: the seeded fault-injecting proxy; [`http`]: HTTP/1.1 by hand for it and the probe.
+//! - [`probe`]: `retrylab probe`'s checks; [`load`]: `retrylab load`.
+
+pub mod client;
+pub mod connection;
+pub mod crash_at;
+pub mod design;
+pub mod http;
+pub mod load;
+pub mod probe;
+pub mod proxy;
+pub mod redis_kv;
+pub mod service;

@@ -1,0 +1,387 @@
+//! A fault-injecting HTTP proxy on loopback, seeded: in front of one upstream, it forwards each request (one per
+//! connection) or does one fault to it: drop the response after the upstream processed the request, send the
+//! request twice, delay it, or reset the client's connection without forwarding. Each fault fires with an
+//! integer-ratio probability and within an optional budget; the faults of the 1st, 2nd, ... request are a
+//! function of the seed alone (`plan_actions`), and every request's fate is recorded, so a run can be explained
+//! and replayed.
+
+use super::http::{read_request, read_to_end, request_header, with_connection_close, HttpError};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+
+/// `num/den`: a probability as an integer ratio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Ratio {
+    pub num: u32,
+    pub den: u32,
+}
+
+impl Ratio {
+    pub const NEVER: Ratio = Ratio { num: 0, den: 1 };
+    pub const ALWAYS: Ratio = Ratio { num: 1, den: 1 };
+
+    /// `N/D` with `0 <= N <= D`, `D >= 1`.
+    pub fn parse(text: &str) -> Result<Ratio, String> {
+        let (num, den) = text
+            .split_once('/')
+            .ok_or_else(|| format!("'{text}': expected N/D, e.g. 1/10"))?;
+        let num: u32 = num
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{text}': N is not a number"))?;
+        let den: u32 = den
+            .trim()
+            .parse()
+            .map_err(|_| format!("'{text}': D is not a number"))?;
+        if den == 0 || num > den {
+            return Err(format!("'{text}': need 0 <= N <= D and D >= 1"));
+        }
+        Ok(Ratio { num, den })
+    }
+}
+
+/// One kind of fault: how often, and at most how many times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Fault {
+    pub ratio: Ratio,
+    /// At most this many (None: no bound).
+    pub budget: Option<u32>,
+}
+
+impl Fault {
+    pub const OFF: Fault = Fault {
+        ratio: Ratio::NEVER,
+        budget: None,
+    };
+
+    /// `N/D` or `N/D:BUDGET` (at most BUDGET times).
+    pub fn parse(text: &str) -> Result<Fault, String> {
+        let (ratio, budget) = match text.split_once(':') {
+            Some((ratio, budget)) => {
+                let budget: u32 = budget
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("'{text}': the budget after ':' is not a number"))?;
+                (ratio, Some(budget))
+            }
+            None => (text, None),
+        };
+        Ok(Fault {
+            ratio: Ratio::parse(ratio)?,
+            budget,
+        })
+    }
+
+    /// The first `count` requests (probability 1, budget `count`).
+    pub const fn first(count: u32) -> Fault {
+        Fault {
+            ratio: Ratio::ALWAYS,
+            budget: Some(count),
+        }
+    }
+}
+
+/// The proxy's faults and seed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FaultPlan {
+    pub seed: u64,
+    pub reset: Fault,
+    pub drop_response: Fault,
+    pub duplicate: Fault,
+    pub delay: Fault,
+    pub delay_ms: u64,
+}
+
+impl FaultPlan {
+    /// No faults: a plain forwarder.
+    pub fn none(seed: u64) -> FaultPlan {
+        FaultPlan {
+            seed,
+            reset: Fault::OFF,
+            drop_response: Fault::OFF,
+            duplicate: Fault::OFF,
+            delay: Fault::OFF,
+            delay_ms: 0,
+        }
+    }
+}
+
+/// What the proxy does to one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    Forward,
+    /// Close the client's connection at once, the request not forwarded.
+    Reset,
+    /// Forward, read the whole response (the upstream processed it), then close the client's connection.
+    DropResponse,
+    /// Forward twice; the client gets the first response.
+    Duplicate,
+    /// Wait `delay_ms`, then forward.
+    Delay,
+}
+
+/// Draws the actions in request order: one generator, four draws per request whatever fires (so a budget
+/// running out does not shift the later draws), the first fault that fires and has budget left wins.
+pub struct Planner {
+    plan: FaultPlan,
+    rng: ChaCha8Rng,
+    used: [u32; 4],
+}
+
+impl Planner {
+    pub fn new(plan: FaultPlan) -> Planner {
+        Planner {
+            rng: ChaCha8Rng::seed_from_u64(plan.seed),
+            plan,
+            used: [0; 4],
+        }
+    }
+
+    pub fn next_action(&mut self) -> Action {
+        let kinds = [
+            (self.plan.reset, Action::Reset),
+            (self.plan.drop_response, Action::DropResponse),
+            (self.plan.duplicate, Action::Duplicate),
+            (self.plan.delay, Action::Delay),
+        ];
+        let mut chosen = Action::Forward;
+        for (slot, (fault, action)) in kinds.into_iter().enumerate() {
+            let fires = self.rng.random_range(0..fault.ratio.den) < fault.ratio.num;
+            let budget_left = fault.budget.is_none_or(|budget| self.used[slot] < budget);
+            if fires && budget_left && chosen == Action::Forward {
+                self.used[slot] += 1;
+                chosen = action;
+            }
+        }
+        chosen
+    }
+}
+
+/// The actions for the first `count` requests under `plan` (what a run will do, before it runs).
+pub fn plan_actions(plan: &FaultPlan, count: usize) -> Vec<Action> {
+    let mut planner = Planner::new(plan.clone());
+    (0..count).map(|_| planner.next_action()).collect()
+}
+
+/// What happened to one request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ProxyEvent {
+    /// 0-based, in arrival order.
+    pub index: u64,
+    pub action: Action,
+    /// The request's idempotency key, if it had one.
+    pub key: Option<String>,
+    /// The upstream's statuses (two for a duplicate, none for a reset or an upstream that did not answer).
+    pub upstream_statuses: Vec<u16>,
+    /// The first upstream response's body (what a dropped response said).
+    pub upstream_body: Option<String>,
+    /// Whether the client got a response.
+    pub delivered: bool,
+}
+
+struct Shared {
+    upstream: SocketAddr,
+    key_header: String,
+    delay: Duration,
+    planner: Mutex<(u64, Planner)>,
+    record: Mutex<Vec<ProxyEvent>>,
+}
+
+/// A running proxy; stops when dropped.
+pub struct Proxy {
+    pub address: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Listen on a free loopback port in front of `upstream` (a loopback address).
+    pub async fn start(
+        upstream: SocketAddr,
+        plan: FaultPlan,
+        key_header: &str,
+    ) -> std::io::Result<Proxy> {
+        assert!(
+            upstream.ip().is_loopback(),
+            "the proxy forwards to loopback only"
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let address = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            upstream,
+            key_header: key_header.to_string(),
+            delay: Duration::from_millis(plan.delay_ms),
+            planner: Mutex::new((0, Planner::new(plan))),
+            record: Mutex::new(Vec::new()),
+        });
+        let accepting = shared.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(handle(accepting.clone(), stream));
+            }
+        });
+        Ok(Proxy {
+            address,
+            shared,
+            task,
+        })
+    }
+
+    /// Every request's fate so far, in arrival order.
+    pub fn record(&self) -> Vec<ProxyEvent> {
+        let mut record = self
+            .shared
+            .record
+            .lock()
+            .expect("the record's lock")
+            .clone();
+        record.sort_by_key(|event| event.index);
+        record
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Send a raw request upstream, read the raw response to its end.
+async fn forward(upstream: SocketAddr, request: &[u8]) -> Result<Vec<u8>, HttpError> {
+    let mut stream = TcpStream::connect(upstream)
+        .await
+        .map_err(|error| HttpError::Connect(upstream, error))?;
+    stream.write_all(&with_connection_close(request)).await?;
+    read_to_end(&mut stream).await
+}
+
+fn status_and_body(response: &[u8]) -> (Option<u16>, Option<String>) {
+    match super::http::parse_response(response) {
+        Ok(parsed) => (Some(parsed.status), Some(parsed.body)),
+        Err(_) => (None, None),
+    }
+}
+
+async fn handle(shared: Arc<Shared>, mut client: TcpStream) {
+    let Ok(Some(request)) = read_request(&mut client).await else {
+        return;
+    };
+    let (index, action) = {
+        let mut planner = shared.planner.lock().expect("the planner's lock");
+        let index = planner.0;
+        planner.0 += 1;
+        (index, planner.1.next_action())
+    };
+    let mut event = ProxyEvent {
+        index,
+        action,
+        key: request_header(&request, &shared.key_header),
+        upstream_statuses: Vec::new(),
+        upstream_body: None,
+        delivered: false,
+    };
+    if action == Action::Delay {
+        tokio::time::sleep(shared.delay).await;
+    }
+    if action != Action::Reset {
+        let first = forward(shared.upstream, &request).await.ok();
+        if action == Action::Duplicate {
+            if let Ok(second) = forward(shared.upstream, &request).await {
+                event.upstream_statuses.extend(status_and_body(&second).0);
+            }
+        }
+        if let Some(first) = first {
+            let (status, body) = status_and_body(&first);
+            event.upstream_statuses.insert(0, status.unwrap_or(0));
+            event.upstream_body = body;
+            if action != Action::DropResponse {
+                event.delivered = client.write_all(&first).await.is_ok();
+            }
+        }
+    }
+    if !event.delivered {
+        // A reset, not a polite close: the client must not mistake it for an empty answer.
+        let _ = client.set_zero_linger();
+    }
+    drop(client);
+    shared.record.lock().expect("the record's lock").push(event);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(seed: u64) -> FaultPlan {
+        FaultPlan {
+            seed,
+            reset: Fault {
+                ratio: Ratio { num: 1, den: 10 },
+                budget: None,
+            },
+            drop_response: Fault {
+                ratio: Ratio { num: 1, den: 4 },
+                budget: Some(3),
+            },
+            duplicate: Fault {
+                ratio: Ratio { num: 1, den: 5 },
+                budget: None,
+            },
+            delay: Fault::OFF,
+            delay_ms: 0,
+        }
+    }
+
+    #[test]
+    fn the_actions_are_the_seeds_and_budgets_bound_them() {
+        let actions = plan_actions(&plan(7), 200);
+        assert_eq!(
+            actions,
+            plan_actions(&plan(7), 200),
+            "same seed, same actions"
+        );
+        assert_ne!(
+            actions,
+            plan_actions(&plan(8), 200),
+            "another seed, other actions"
+        );
+        let count = |a: Action| actions.iter().filter(|&&x| x == a).count();
+        assert_eq!(count(Action::DropResponse), 3, "the budget of 3 is used up");
+        assert!(count(Action::Reset) > 5 && count(Action::Duplicate) > 10);
+        assert!(count(Action::Forward) > 100);
+        assert_eq!(count(Action::Delay), 0);
+        // A prefix is the same whatever the length asked for.
+        assert_eq!(plan_actions(&plan(7), 20), actions[..20].to_vec());
+    }
+
+    #[test]
+    fn ratios_parse_as_integers() {
+        assert_eq!(Ratio::parse("1/10"), Ok(Ratio { num: 1, den: 10 }));
+        assert!(Ratio::parse("2/1").is_err());
+        assert!(Ratio::parse("1/0").is_err());
+        assert!(Ratio::parse("0.5").is_err());
+        assert_eq!(Fault::parse("1/1:2"), Ok(Fault::first(2)));
+        assert!(Fault::parse("1/2:x").is_err());
+        assert_eq!(
+            plan_actions(
+                &FaultPlan {
+                    drop_response: Fault::first(2),
+                    ..FaultPlan::none(1)
+                },
+                4
+            ),
+            [
+                Action::DropResponse,
+                Action::DropResponse,
+                Action::Forward,
+                Action::Forward
+            ]
+        );
+    }
+}
