@@ -15,6 +15,9 @@ pub type Ghost = u16;
 /// The ghost of work done for no operation (a worker that has read no record yet).
 pub const NO_OPERATION: Ghost = Ghost::MAX;
 
+/// A row's place: (table, key).
+type Place = (String, String);
+
 /// What survives a crash. Its collections are copy-on-write (see `shared`): a step that takes the write lock or
 /// moves the clock copies none of them, a commit copies only what it writes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -37,7 +40,7 @@ pub struct Committed {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Txn {
     /// (table, key) -> new value and its operation, or `None` for a delete.
-    writes: Shared<BTreeMap<(String, String), Option<(String, Ghost)>>>,
+    writes: Shared<BTreeMap<Place, Option<(String, Ghost)>>>,
     /// Effect rows: (table, value, operation).
     effects: Shared<Vec<(String, String, Ghost)>>,
 }
