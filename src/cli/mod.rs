@@ -47,6 +47,20 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_MISMATCH: i32 = 1;
 pub const EXIT_BAD_INPUT: i32 = 2;
 
+/// The runtime of the real stack's client commands (probe, load, proxy): two workers, or the one-line error and
+/// exit 2.
+#[cfg(feature = "stack")]
+fn stack_runtime() -> Result<tokio::runtime::Runtime, i32> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|error| {
+            errln!("error: cannot start the runtime: {error}");
+            EXIT_BAD_INPUT
+        })
+}
+
 /// `--max-memory` unless given, for check and simulate alike.
 pub const MAX_MEMORY_MIB_DEFAULT: u64 = 8192;
 

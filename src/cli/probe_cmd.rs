@@ -125,16 +125,9 @@ pub fn run(args: &ProbeArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match super::stack_runtime() {
         Ok(runtime) => runtime,
-        Err(error) => {
-            errln!("error: cannot start the runtime: {error}");
-            return EXIT_BAD_INPUT;
-        }
+        Err(code) => return code,
     };
     if !args.json {
         errln!(

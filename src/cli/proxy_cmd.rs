@@ -62,16 +62,9 @@ pub fn run(args: &ProxyArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match super::stack_runtime() {
         Ok(runtime) => runtime,
-        Err(error) => {
-            errln!("error: cannot start the runtime: {error}");
-            return EXIT_BAD_INPUT;
-        }
+        Err(code) => return code,
     };
     let record = runtime.block_on(async {
         let shutdown = super::serve_cmd::shutdown_signal()
