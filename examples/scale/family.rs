@@ -67,6 +67,10 @@ pub struct Flags {
     pub max_states: u64,
     pub threads: usize,
     pub csv: Option<String>,
+    /// `--chart DIR`: the chart and the table (`scale.svg`, `scale.png`, `scale.csv`) into DIR.
+    pub chart: Option<String>,
+    /// `--redraw FILE`: with `--chart`, draw from a `scale.csv` written before instead of running the family.
+    pub redraw: Option<String>,
     /// `--run CHECKER CLIENTS PROCESSES CRASHES`: one run in this process (the parent's child).
     pub run: Option<(String, Member)>,
 }
@@ -112,13 +116,15 @@ pub fn parse_outcome(line: &str) -> Outcome {
     }
 }
 
-/// `--limit-s S --max-states N --threads N --csv FILE`; a bad flag prints one line and exits with code 2.
+/// `--limit-s S --max-states N --threads N --csv FILE --chart DIR`; a bad flag prints one line and exits with code 2.
 pub fn flags() -> Flags {
     let mut flags = Flags {
         limit_s: 60,
         max_states: 200_000_000,
         threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         csv: None,
+        chart: None,
+        redraw: None,
         run: None,
     };
     let mut given = std::env::args().skip(1);
@@ -135,6 +141,8 @@ pub fn flags() -> Flags {
             "--max-states" => flags.max_states = number(),
             "--threads" => flags.threads = number() as usize,
             "--csv" => flags.csv = Some(value.clone()),
+            "--chart" => flags.chart = Some(value.clone()),
+            "--redraw" => flags.redraw = Some(value.clone()),
             "--run" => {
                 let mut size = || -> u8 {
                     let text = given.next().unwrap_or_default();
@@ -151,7 +159,7 @@ pub fn flags() -> Flags {
                 flags.run = Some((value.clone(), member));
             }
             _ => {
-                eprintln!("error: unknown flag {flag} (--limit-s, --max-states, --threads, --csv)");
+                eprintln!("error: unknown flag {flag} (--limit-s, --max-states, --threads, --csv, --chart, --redraw)");
                 std::process::exit(2)
             }
         }
@@ -161,6 +169,16 @@ pub fn flags() -> Flags {
 
 /// The table as CSV: member, checker, states, seconds, verdict.
 pub fn write_csv(path: &str, rows: &[(Member, &str, Outcome)]) {
+    if let Err(error) =
+        retrylab::atomic::write_atomic(std::path::Path::new(path), csv_text(rows).as_bytes())
+    {
+        eprintln!("error: cannot write {path}: {error}");
+        std::process::exit(2);
+    }
+}
+
+/// The table as CSV: one row per member and checker.
+pub fn csv_text(rows: &[(Member, &str, Outcome)]) -> String {
     let mut text = String::from("clients,processes,crashes,checker,states,seconds,verdict\n");
     for (member, checker, outcome) in rows {
         text.push_str(&format!(
@@ -173,10 +191,7 @@ pub fn write_csv(path: &str, rows: &[(Member, &str, Outcome)]) {
             outcome.verdict.name()
         ));
     }
-    if let Err(error) = std::fs::write(path, text) {
-        eprintln!("error: cannot write {path}: {error}");
-        std::process::exit(2);
-    }
+    text
 }
 
 /// On the largest member (by states) that stateright completed: its best time over retrylab's best time.

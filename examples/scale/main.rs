@@ -5,8 +5,10 @@
 //! line is `ratio: X`: stateright's best time to verdict over retrylab's, on the largest member stateright
 //! completes.
 //!
-//! `cargo run --release --example scale [-- --limit-s 60 --max-states 200000000 --threads N --csv FILE]`
+//! `cargo run --release --example scale [-- --limit-s 60 --max-states 200000000 --threads N --csv FILE --chart DIR]`; `--chart results/state-space`
+//! draws time to verdict against size
 
+mod chart;
 mod family;
 mod stateright_twin;
 
@@ -96,6 +98,11 @@ fn main() {
         println!("{}", family::format_outcome(&outcome));
         return;
     }
+    if let (Some(csv), Some(dir)) = (&flags.redraw, &flags.chart) {
+        let rows = chart::read_csv(csv, &CHECKERS);
+        chart::write(std::path::Path::new(dir), &CHECKERS, &rows, flags.threads);
+        return;
+    }
     println!(
         "lease-fenced family, {} threads, limit {} s or {} states per run",
         flags.threads, flags.limit_s, flags.max_states
@@ -131,6 +138,9 @@ fn main() {
     }
     if let Some(path) = &flags.csv {
         family::write_csv(path, &rows);
+    }
+    if let Some(dir) = &flags.chart {
+        chart::write(std::path::Path::new(dir), &CHECKERS, &rows, flags.threads);
     }
     match family::ratio(&rows) {
         Some((member, ratio)) => {
