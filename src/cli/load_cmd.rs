@@ -1,12 +1,13 @@
 //! `retrylab load URL`: retrying clients against a service for a bounded time, optionally through the fault
 //! proxy; prints requests, successes, duplicates (with `--count-url`) and latency percentiles.
 
+use super::fault_args::FaultArgs;
 use super::{EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
 use retrylab::backoff::{Backoff, RetryAfter, RetryPolicy, Strategy};
 use retrylab::stack::client::ClientConfig;
 use retrylab::stack::http::Url;
 use retrylab::stack::load::{run_load, LoadConfig};
-use retrylab::stack::proxy::{Fault, FaultPlan};
+use retrylab::stack::proxy::FaultPlan;
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
@@ -48,31 +49,12 @@ pub struct LoadArgs {
     pub seed: u64,
     #[arg(long, default_value = r#"{"amount":500,"currency":"RUB"}"#)]
     pub body: String,
-    /// Through the proxy: drop responses after the server processed them, with probability N/D (`:BUDGET`: at most that many).
-    #[arg(long, value_name = "N/D[:BUDGET]")]
-    pub drop_response: Option<String>,
-    /// Through the proxy: send requests twice, N/D (`:BUDGET`: at most that many).
-    #[arg(long, value_name = "N/D[:BUDGET]")]
-    pub duplicate: Option<String>,
-    /// Through the proxy: reset connections before forwarding, N/D (`:BUDGET`: at most that many).
-    #[arg(long, value_name = "N/D[:BUDGET]")]
-    pub reset: Option<String>,
-    /// Through the proxy: delay requests by --delay-ms, N/D (`:BUDGET`: at most that many).
-    #[arg(long, value_name = "N/D[:BUDGET]")]
-    pub delay: Option<String>,
-    #[arg(long, default_value_t = 50)]
-    pub delay_ms: u64,
+    /// Through the fault proxy (when any fault is given).
+    #[command(flatten)]
+    pub faults: FaultArgs,
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
-}
-
-/// A fault flag's `N/D[:BUDGET]` (absent: off).
-pub fn fault(flag: &str, ratio: &Option<String>) -> Result<Fault, String> {
-    match ratio {
-        None => Ok(Fault::OFF),
-        Some(text) => Fault::parse(text).map_err(|e| format!("--{flag}: {e}")),
-    }
 }
 
 fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
@@ -90,14 +72,7 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
     if args.attempts == 0 || args.clients == 0 || args.clients > 1024 {
         return Err("--attempts must be at least 1 and --clients in 1..=1024".into());
     }
-    let plan = FaultPlan {
-        seed: args.seed,
-        reset: fault("reset", &args.reset)?,
-        drop_response: fault("drop-response", &args.drop_response)?,
-        duplicate: fault("duplicate", &args.duplicate)?,
-        delay: fault("delay", &args.delay)?,
-        delay_ms: args.delay_ms,
-    };
+    let plan = args.faults.plan(args.seed)?;
     let faults = (plan != FaultPlan::none(args.seed)).then_some(plan);
     Ok(LoadConfig {
         url,

@@ -24,6 +24,8 @@ macro_rules! outln {
 mod check_cmd;
 mod explore_cmd;
 mod explore_server;
+#[cfg(feature = "stack")]
+mod fault_args;
 mod json;
 #[cfg(feature = "stack")]
 mod load_cmd;

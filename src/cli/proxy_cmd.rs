@@ -2,10 +2,10 @@
 //! Ctrl-C or SIGTERM; then its record (what it did to each request) as JSON lines, on stdout or `--record FILE`.
 //! The first stdout line is its address.
 
-use super::load_cmd::fault;
+use super::fault_args::FaultArgs;
 use super::{EXIT_BAD_INPUT, EXIT_OK};
 use retrylab::stack::http::Url;
-use retrylab::stack::proxy::{FaultPlan, Proxy};
+use retrylab::stack::proxy::Proxy;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -14,37 +14,14 @@ pub struct ProxyArgs {
     pub upstream: String,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Drop the response after the upstream processed the request, N/D[:BUDGET].
-    #[arg(long, value_name = "N/D[:BUDGET]")]
-    pub drop_response: Option<String>,
-    /// Send the request twice, N/D[:BUDGET].
-    #[arg(long, value_name = "N/D[:BUDGET]")]
-    pub duplicate: Option<String>,
-    /// Reset the client's connection without forwarding, N/D[:BUDGET].
-    #[arg(long, value_name = "N/D[:BUDGET]")]
-    pub reset: Option<String>,
-    /// Delay by --delay-ms, N/D[:BUDGET].
-    #[arg(long, value_name = "N/D[:BUDGET]")]
-    pub delay: Option<String>,
-    #[arg(long, default_value_t = 50)]
-    pub delay_ms: u64,
+    #[command(flatten)]
+    pub faults: FaultArgs,
     /// The header whose value the record keeps.
     #[arg(long, default_value = "Idempotency-Key")]
     pub key_header: String,
     /// Write the record here instead of stdout.
     #[arg(long)]
     pub record: Option<PathBuf>,
-}
-
-fn plan(args: &ProxyArgs) -> Result<FaultPlan, String> {
-    Ok(FaultPlan {
-        seed: args.seed,
-        reset: fault("reset", &args.reset)?,
-        drop_response: fault("drop-response", &args.drop_response)?,
-        duplicate: fault("duplicate", &args.duplicate)?,
-        delay: fault("delay", &args.delay)?,
-        delay_ms: args.delay_ms,
-    })
 }
 
 pub fn run(args: &ProxyArgs) -> i32 {
@@ -55,7 +32,7 @@ pub fn run(args: &ProxyArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    let plan = match plan(args) {
+    let plan = match args.faults.plan(args.seed) {
         Ok(plan) => plan,
         Err(message) => {
             errln!("error: {message}");
