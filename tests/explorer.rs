@@ -134,6 +134,18 @@ async fn connect(port: u16) -> Client {
         .expect("a WebDriver session")
 }
 
+/// Click the element with this id.
+async fn click(client: &Client, id: &str) {
+    let element = client.find(Locator::Id(id)).await.unwrap();
+    element.click().await.unwrap();
+}
+
+/// Type `keys` into the element with this id.
+async fn send_keys(client: &Client, id: &str, keys: &str) {
+    let element = client.find(Locator::Id(id)).await.unwrap();
+    element.send_keys(keys).await.unwrap();
+}
+
 async fn eval(client: &Client, script: &str, args: Vec<Value>) -> Value {
     client.execute(script, args).await.expect("the script runs")
 }
@@ -290,13 +302,7 @@ async fn walk_by_hand(client: &Client, url: &str, texts: &[String], faults: &[bo
     }
     check_duplicate_panels(client).await;
     // Back undoes step 11; taking it again shows the duplicate again.
-    client
-        .find(Locator::Id("back"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(client, "back").await;
     wait_step(client, 10).await;
     assert!(value(client, "Ghost ledger (per operation)", "C1.op1")
         .await
@@ -305,22 +311,10 @@ async fn walk_by_hand(client: &Client, url: &str, texts: &[String], faults: &[bo
         .await
         .as_i64()
         .unwrap();
-    client
-        .find(Locator::Id(&format!("action-{offered}")))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(client, &format!("action-{offered}")).await;
     wait_step(client, 11).await;
     screenshot(client, "explorer-explore.png").await;
-    client
-        .find(Locator::Id("save"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(client, "save").await;
     let started = Instant::now();
     loop {
         let path = eval(
@@ -392,29 +386,11 @@ async fn replay_and_continue(client: &Client, saved: &str) {
     );
     let trace: Value = serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
     assert_eq!(trace["found_by"], "by-hand");
-    client
-        .find(Locator::Id("restart"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(client, "restart").await;
     wait_step(client, 0).await;
-    client
-        .find(Locator::Id("open"))
-        .await
-        .unwrap()
-        .send_keys(saved)
-        .await
-        .unwrap();
+    send_keys(client, "open", saved).await;
     wait_step(client, 11).await;
-    client
-        .find(Locator::Id("action-0"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(client, "action-0").await;
     wait_step(client, 12).await;
     let steps = eval(
         client,
@@ -435,13 +411,7 @@ async fn read_the_report(client: &Client, index: &Path) {
         .await
         .unwrap();
     wait_step(client, 11).await; // it opens at the violation
-    client
-        .find(Locator::Id("step-7"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(client, "step-7").await;
     wait_step(client, 7).await;
     let (record, changed) = row(client, "Store", "key k1 of C1").await.unwrap();
     assert!(
@@ -453,24 +423,12 @@ async fn read_the_report(client: &Client, index: &Path) {
         value(client, "Fault budgets left", "pauses").await,
         "0 of 1 left"
     );
-    client
-        .find(Locator::Id("step-11"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(client, "step-11").await;
     wait_step(client, 11).await;
     check_duplicate_panels(client).await;
     screenshot(client, "explorer-report.png").await;
     // The slider, moved one step back with the keyboard: the duplicate is not there yet.
-    client
-        .find(Locator::Id("slider"))
-        .await
-        .unwrap()
-        .send_keys("\u{E012}")
-        .await
-        .unwrap();
+    send_keys(client, "slider", "\u{E012}").await;
     wait_step(client, 10).await;
     assert_eq!(
         value(client, "Properties", "no-duplicate-effect").await,
