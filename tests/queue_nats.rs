@@ -23,6 +23,18 @@ use retrylab::servers::postgres::TempPostgres;
 use retrylab::spec::{self, Model};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+/// The tests against the broker run one at a time: they measure against the broker's wall-clock window (a copy
+/// republished after 3 windows must be stored), and a parallel test's load once delayed an original past that
+/// margin (23 of 24 copies forwarded). Each test holds this for its whole run.
+static BROKER_TESTS: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    BROKER_TESTS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 /// Bound on each model's search (their shortest paths are found far below it).
 const SEARCH_STATES_MAX: u64 = 2_000_000;
@@ -292,6 +304,7 @@ fn judge(traces: &[(Trace, World)], runs: &[QueueRun], store_name: &str) {
 
 #[test]
 fn every_queue_model_reproduces_on_nats_and_sqlite() {
+    let _one_at_a_time = one_at_a_time();
     let Some(nats) = TempNats::start() else {
         return;
     };
@@ -308,6 +321,7 @@ fn every_queue_model_reproduces_on_nats_and_sqlite() {
 
 #[test]
 fn every_queue_model_reproduces_on_nats_and_postgres() {
+    let _one_at_a_time = one_at_a_time();
     let Some(nats) = TempNats::start() else {
         return;
     };
@@ -335,6 +349,7 @@ fn every_queue_model_reproduces_on_nats_and_postgres() {
 /// (through crashes and lost acks too), and every cell agrees with the simulation at the same settings.
 #[test]
 fn the_dedup_window_grid_on_nats_agrees_with_the_simulation() {
+    let _one_at_a_time = one_at_a_time();
     let Some(nats) = TempNats::start() else {
         return;
     };
@@ -386,6 +401,7 @@ fn the_dedup_window_grid_on_nats_agrees_with_the_simulation() {
 /// holds), and one that restarts after it duplicates. Both checked by the model first, then driven for real.
 #[test]
 fn an_outbox_relay_restarting_inside_the_window_is_absorbed_by_the_broker() {
+    let _one_at_a_time = one_at_a_time();
     let Some(nats) = TempNats::start() else {
         return;
     };
@@ -470,6 +486,7 @@ fn an_outbox_relay_restarting_inside_the_window_is_absorbed_by_the_broker() {
 /// effect's transaction takes each event once and absorbs the copy.
 #[test]
 fn outbox_relay_and_consumer_loop_take_each_event_once() {
+    let _one_at_a_time = one_at_a_time();
     let Some(nats) = TempNats::start() else {
         return;
     };
@@ -533,6 +550,7 @@ fn outbox_relay_and_consumer_loop_take_each_event_once() {
 /// inbox row comes after the effect, parts from the model at the step where the two designs first differ.
 #[test]
 fn a_real_consumer_unlike_the_model_is_caught() {
+    let _one_at_a_time = one_at_a_time();
     let Some(nats) = TempNats::start() else {
         return;
     };
