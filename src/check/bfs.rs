@@ -25,6 +25,9 @@ pub(crate) struct Node {
 }
 
 pub(crate) const ROOT: u32 = u32::MAX;
+/// Node ids are 32-bit: a search stops, incomplete, before it would number more states than this. The margin
+/// is more than one unit of work can add (256 states, each with at most 2^16 actions).
+pub(crate) const NODES_MAX: u64 = u32::MAX as u64 - (1 << 25);
 /// Frontier states per unit of parallel work: small enough to balance two to eight cores on a level of a few
 /// thousand states, large enough that a unit's bookkeeping is noise.
 const UNIT_STATES: usize = 256;
@@ -41,6 +44,10 @@ struct Search<M: Model> {
     reduced_states: u64,
     stopped_by: Option<String>,
     peak_bytes: u64,
+    rss_peak_bytes: Option<u64>,
+    /// Bytes held after the last round, and the most one unit of work has added.
+    held_bytes: u64,
+    unit_growth_bytes: u64,
     graph: Option<Graph>,
     /// The graph is kept only to check `Model::acyclic` (debug builds): dropped past `ACYCLIC_CHECK_STATES`.
     graph_for_acyclic_check: bool,
@@ -64,6 +71,9 @@ pub(crate) fn explore<M: Model>(
         reduced_states: 0,
         stopped_by: None,
         peak_bytes: 0,
+        rss_peak_bytes: None,
+        held_bytes: 0,
+        unit_growth_bytes: 0,
         graph: (!plan.graph.is_empty() || check_acyclic).then(Graph::default),
         graph_for_acyclic_check: plan.graph.is_empty(),
     };
@@ -113,9 +123,13 @@ pub(crate) fn explore<M: Model>(
         let mut done = 0;
         while done < units.len() {
             // Near `max-states`, smaller rounds, so the search stops close to the bound.
-            let remaining = bounds.max_states.saturating_sub(search.nodes.len() as u64);
-            let round_units =
-                ((remaining / (4 * UNIT_STATES as u64)) as usize).clamp(1, ROUND_UNITS);
+            let remaining = bounds
+                .max_states
+                .min(NODES_MAX)
+                .saturating_sub(search.nodes.len() as u64);
+            let round_units = ((remaining / (4 * UNIT_STATES as u64)) as usize)
+                .clamp(1, ROUND_UNITS)
+                .min(search.units_within(bounds.max_memory_bytes));
             let round = &units[done..(done + round_units).min(units.len())];
             done += round.len();
             if outputs.len() < round.len() {
@@ -143,7 +157,7 @@ pub(crate) fn explore<M: Model>(
                 search.stopped_by = Some(reason);
                 break 'levels;
             }
-            search.measure(&frontier, &next_frontier, outputs);
+            search.measure(&frontier, &next_frontier, outputs, round.len());
             if search.peak_bytes >= bounds.max_memory_bytes {
                 search.stopped_by = Some(format!(
                     "max-memory {} bytes reached",
@@ -179,6 +193,7 @@ pub(crate) fn explore<M: Model>(
         stopped_by: search.stopped_by,
         visited_bytes: search.visited.bytes(),
         peak_bytes: search.peak_bytes,
+        rss_peak_bytes: search.rss_peak_bytes,
         walks: 0,
         cut_walks: 0,
         reduced_states: search.reduced_states,
@@ -236,6 +251,9 @@ impl<M: Model> Search<M> {
         if self.nodes.len() as u64 >= bounds.max_states {
             return Some(format!("max-states {} reached", bounds.max_states));
         }
+        if self.nodes.len() as u64 >= NODES_MAX {
+            return Some(format!("{NODES_MAX} states reached (node ids are 32-bit)"));
+        }
         if let Some(timeout) = bounds
             .timeout
             .filter(|timeout| started.elapsed() >= *timeout)
@@ -246,18 +264,39 @@ impl<M: Model> Search<M> {
     }
 
     /// Account the bytes the search holds now.
-    fn measure(&mut self, frontier: &Level<M>, next: &Level<M>, outputs: &[Output<M>]) {
+    fn measure(
+        &mut self,
+        frontier: &Level<M>,
+        next: &Level<M>,
+        outputs: &[Output<M>],
+        units: usize,
+    ) {
         let held: usize = frontier.held_bytes()
             + next.held_bytes()
             + outputs
                 .iter()
                 .map(|out| out.successors.held_bytes())
                 .sum::<usize>();
+        // The nodes' vector doubles, but pages past its length are not touched (a large reallocation moves
+        // pages, it does not copy them): its length is what it holds.
         let memory = self.visited.bytes()
-            + (self.nodes.capacity() * size_of::<Node>()) as u64
+            + (self.nodes.len() * size_of::<Node>()) as u64
             + held as u64
             + self.graph.as_ref().map_or(0, Graph::held_bytes);
         self.peak_bytes = self.peak_bytes.max(memory);
+        let growth_per_unit = memory.saturating_sub(self.held_bytes) / units as u64;
+        self.unit_growth_bytes = self.unit_growth_bytes.max(growth_per_unit);
+        self.held_bytes = memory;
+        if let Some(resident) = super::resident::resident_bytes() {
+            self.rss_peak_bytes = Some(self.rss_peak_bytes.unwrap_or(0).max(resident));
+        }
+    }
+
+    /// Units the next round may expand without passing `max_memory_bytes`, judging by the most a unit has
+    /// added so far (near the bound rounds shrink, so the search stops close to it).
+    fn units_within(&self, max_memory_bytes: u64) -> usize {
+        let room = max_memory_bytes.saturating_sub(self.held_bytes);
+        (room / self.unit_growth_bytes.max(1)).clamp(1, ROUND_UNITS as u64) as usize
     }
 
     /// Debug builds: a model that promises acyclicity must keep it (on searches small enough to keep edges of).

@@ -263,6 +263,7 @@ pub fn judge_run<M: Model>(model: &M, run: &path::Run<M>, cycle_from: Option<usi
         stopped_by: None,
         visited_bytes: 0,
         peak_bytes: 0,
+        rss_peak_bytes: None,
         walks: 0,
         cut_walks: 0,
         reduced_states: 0,

@@ -1,5 +1,5 @@
 //! One unit of parallel work: expand a few hundred frontier states, judge what their transitions observe, and
-//! drop the successors visited before this round.
+//! sort the successors by visited-set shard; then the round's inserts, one task per shard.
 
 use super::fingerprint::state_fingerprint;
 use super::level::{Level, Successors};
@@ -108,8 +108,8 @@ impl<M: Model> Output<M> {
     }
 }
 
-/// Expand the states `unit` of the level into `out`. Successors already visited are dropped here, in
-/// parallel, so the merge only sees states that may be new.
+/// Expand the states `unit` of the level into `out`; `insert_round` and `keep_new` then drop the successors
+/// visited before.
 pub(crate) fn expand_unit<M: Model>(
     input: &UnitInput<M>,
     unit: std::ops::Range<usize>,
@@ -188,7 +188,7 @@ pub(crate) fn expand_unit<M: Model>(
             }
         }
     }
-    drop_known(input.visited, out);
+    by_shard(out);
 }
 
 /// Partial-order reduction: the one action to explore from `state`, if the model declares one (and, on a model
@@ -245,34 +245,30 @@ fn judge_state<M: Model>(
     }
 }
 
-/// Drop the successors visited before this round, in a second pass: a tight loop of independent lookups lets
-/// the processor overlap their cache misses, where one lookup right after each packing could not.
-fn drop_known<M: Model>(visited: &Visited, out: &mut Output<M>) {
-    let candidates = &mut out.successors.candidates;
-    let known: Vec<bool> = candidates
-        .iter()
-        .map(|candidate| visited.contains(candidate.fingerprint))
-        .collect();
-    let mut kept = 0;
-    for (index, known) in known.into_iter().enumerate() {
-        if !known {
-            let candidate = candidates[index];
-            out.by_shard[shard_of(candidate.fingerprint)].push(kept as u32);
-            candidates[kept] = candidate;
-            kept += 1;
-        }
+/// Sort the unit's candidates by visited-set shard, for `insert_round`. Nothing is looked up here: a lookup
+/// now and an insert later would read each new state's slot twice, and the insert answers both questions.
+fn by_shard<M: Model>(out: &mut Output<M>) {
+    for (index, candidate) in out.successors.candidates.iter().enumerate() {
+        out.by_shard[shard_of(candidate.fingerprint)].push(index as u32);
     }
-    candidates.truncate(kept);
     out.is_new.clear();
-    out.is_new.resize_with(kept, || AtomicBool::new(false));
+    out.is_new
+        .resize_with(out.successors.candidates.len(), || AtomicBool::new(false));
 }
+
+/// How far ahead of its inserts a shard reads the slots the later ones will probe.
+const INSERT_AHEAD: usize = 8;
 
 /// Insert a round's candidates into the visited set, one task per shard, each in search order (units in order,
 /// candidates in order), so that the first candidate of each new state is the one marked new.
 pub(crate) fn insert_round<M: Model>(visited: &mut Visited, outputs: &[Output<M>]) {
     visited.insert_by_shard(|shard, mut set| {
         for out in outputs {
-            for &index in &out.by_shard[shard] {
+            let indices = &out.by_shard[shard];
+            for (position, &index) in indices.iter().enumerate() {
+                if let Some(&ahead) = indices.get(position + INSERT_AHEAD) {
+                    set.touch(out.successors.candidates[ahead as usize].fingerprint);
+                }
                 let index = index as usize;
                 if set.insert(out.successors.candidates[index].fingerprint) {
                     out.is_new[index].store(true, Ordering::Relaxed);

@@ -2,7 +2,7 @@
 //! injective byte packing (`Model::pack`), or XXH64 (seed 0) of its `Hash` for models that do not pack. Two
 //! distinct states colliding on 64 bits would merge them; at 10^8 states the chance is about 3 in 10^4.
 
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use twox_hash::{XxHash3_64, XxHash64};
 
 /// The fingerprint of a state that is not packed: its `Hash`, streamed through XXH64 (which allocates nothing).
@@ -32,23 +32,3 @@ pub(crate) fn state_fingerprint<M: super::model::Model>(
         hashed_fingerprint(state)
     }
 }
-
-/// The fingerprints are already hashes: the set uses them as they are.
-#[derive(Default)]
-pub struct PassThrough(u64);
-
-impl Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.0 = (self.0 << 8) | u64::from(*byte);
-        }
-    }
-    fn write_u64(&mut self, value: u64) {
-        self.0 = value;
-    }
-}
-
-pub type FingerprintSet = std::collections::HashSet<u64, BuildHasherDefault<PassThrough>>;

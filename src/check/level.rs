@@ -19,18 +19,24 @@ pub(crate) struct Candidate {
 /// buffers per level cost page faults).
 pub(crate) struct Level<M: Model> {
     bytes: Vec<u8>,
-    spans: Vec<(u32, u32)>,
+    /// Where each state's packing ends in `bytes` (it starts where the previous one ends): 64-bit, as a level
+    /// can pass 4 GiB.
+    ends: Vec<u64>,
     states: Vec<M::State>,
     pub first_id: u32,
+    /// The most bytes the level's vectors have held (levels before this one included): the pages that many
+    /// bytes touched stay resident, while the capacity past them, never written, does not.
+    touched_bytes: usize,
 }
 
 impl<M: Model> Default for Level<M> {
     fn default() -> Self {
         Level {
             bytes: Vec::new(),
-            spans: Vec::new(),
+            ends: Vec::new(),
             states: Vec::new(),
             first_id: 0,
+            touched_bytes: 0,
         }
     }
 }
@@ -38,7 +44,7 @@ impl<M: Model> Default for Level<M> {
 impl<M: Model> Level<M> {
     pub fn len(&self) -> usize {
         if M::PACKED {
-            self.spans.len()
+            self.ends.len()
         } else {
             self.states.len()
         }
@@ -51,7 +57,8 @@ impl<M: Model> Level<M> {
     /// Copy state `index` into `state` (reusing its buffers).
     pub fn load(&self, model: &M, index: usize, state: &mut M::State) {
         if M::PACKED {
-            let (start, end) = self.spans[index];
+            let start = if index == 0 { 0 } else { self.ends[index - 1] };
+            let end = self.ends[index];
             model.unpack_into(&self.bytes[start as usize..end as usize], state);
         } else {
             state.clone_from(&self.states[index]);
@@ -59,8 +66,9 @@ impl<M: Model> Level<M> {
     }
 
     pub fn clear(&mut self, first_id: u32) {
+        self.touched_bytes = self.held_bytes();
         self.bytes.clear();
-        self.spans.clear();
+        self.ends.clear();
         self.states.clear();
         self.first_id = first_id;
     }
@@ -68,9 +76,8 @@ impl<M: Model> Level<M> {
     /// Append one state (the initial one).
     pub fn push(&mut self, model: &M, state: &M::State) {
         if M::PACKED {
-            let start = self.bytes.len() as u32;
             model.pack(state, &mut self.bytes);
-            self.spans.push((start, self.bytes.len() as u32));
+            self.ends.push(self.bytes.len() as u64);
         } else {
             self.states.push(state.clone());
         }
@@ -79,13 +86,18 @@ impl<M: Model> Level<M> {
     /// Append a unit's kept successors, in order.
     pub fn append(&mut self, successors: &mut Successors<M>) {
         if M::PACKED {
-            let offset = self.bytes.len() as u32;
+            // `retain` left the kept packings back to back, in order: each ends where its span does.
+            debug_assert!(successors
+                .candidates
+                .windows(2)
+                .all(|pair| pair[0].span.1 == pair[1].span.0));
+            let offset = self.bytes.len() as u64;
             self.bytes.extend_from_slice(&successors.bytes);
-            self.spans.extend(
+            self.ends.extend(
                 successors
                     .candidates
                     .iter()
-                    .map(|candidate| (offset + candidate.span.0, offset + candidate.span.1)),
+                    .map(|candidate| offset + u64::from(candidate.span.1)),
             );
         } else {
             self.states.append(&mut successors.states);
@@ -93,9 +105,10 @@ impl<M: Model> Level<M> {
     }
 
     pub fn held_bytes(&self) -> usize {
-        self.bytes.capacity()
-            + self.spans.capacity() * size_of::<(u32, u32)>()
-            + self.states.capacity() * size_of::<M::State>()
+        let now = self.bytes.len()
+            + self.ends.len() * size_of::<u64>()
+            + self.states.len() * size_of::<M::State>();
+        now.max(self.touched_bytes)
     }
 }
 

@@ -53,6 +53,9 @@ pub struct Report<M: Model> {
     pub visited_bytes: u64,
     /// The most bytes the search's own structures held at once.
     pub peak_bytes: u64,
+    /// The most resident memory of the whole process seen after a round (Linux; `None` elsewhere and for
+    /// walks): the program and everything else it holds included.
+    pub rss_peak_bytes: Option<u64>,
     /// Walks: how many, and how many were cut by the step bound before coming to rest.
     pub walks: u64,
     pub cut_walks: u64,
@@ -74,6 +77,7 @@ impl<M: Model> Clone for Report<M> {
             stopped_by: self.stopped_by.clone(),
             visited_bytes: self.visited_bytes,
             peak_bytes: self.peak_bytes,
+            rss_peak_bytes: self.rss_peak_bytes,
             walks: self.walks,
             cut_walks: self.cut_walks,
             reduced_states: self.reduced_states,

@@ -2,7 +2,7 @@
 //! (one task per shard) and stays deterministic: within a shard, candidates are inserted in the search order,
 //! so the first candidate in that order wins, exactly as in a sequential search.
 
-use super::fingerprint::FingerprintSet;
+use super::fingerprint_table::FingerprintTable;
 use rayon::prelude::*;
 
 /// Shards of the visited set. A power of two, fixed (not the thread count): enough to keep two to eight cores
@@ -12,8 +12,8 @@ pub const SHARDS: usize = 16;
 /// Tables per shard.
 const TABLES_PER_SHARD: usize = 16;
 
-/// The table of a fingerprint: bits 48..56 (its shard: bits 52..56). A table indexes by the low bits and keeps
-/// the top seven as its tag, so the choice is independent of both.
+/// The table of a fingerprint: bits 48..56 (its shard: bits 52..56). A table places a fingerprint by its low 32
+/// bits, so the choice is independent of that.
 #[inline]
 fn table_of(fingerprint: u64) -> usize {
     ((fingerprint >> 48) as usize) & (SHARDS * TABLES_PER_SHARD - 1)
@@ -25,7 +25,7 @@ pub fn shard_of(fingerprint: u64) -> usize {
 }
 
 /// The tables of one shard.
-pub struct Shard<'a>(&'a mut [FingerprintSet]);
+pub struct Shard<'a>(&'a mut [FingerprintTable]);
 
 impl Shard<'_> {
     /// Insert; whether it was new.
@@ -33,24 +33,33 @@ impl Shard<'_> {
     pub fn insert(&mut self, fingerprint: u64) -> bool {
         self.0[table_of(fingerprint) % TABLES_PER_SHARD].insert(fingerprint)
     }
+
+    /// Read the slot an insert of `fingerprint` will probe first, so that its cache miss overlaps with the
+    /// inserts before it (`black_box`: the read is the point, not its value).
+    #[inline]
+    pub fn touch(&self, fingerprint: u64) {
+        std::hint::black_box(
+            self.0[table_of(fingerprint) % TABLES_PER_SHARD].first_slot(fingerprint),
+        );
+    }
 }
 
 pub struct Visited {
-    tables: Vec<FingerprintSet>,
+    tables: Vec<FingerprintTable>,
 }
 
 impl Visited {
     pub fn new() -> Self {
         Visited {
             tables: (0..SHARDS * TABLES_PER_SHARD)
-                .map(|_| FingerprintSet::default())
+                .map(|_| FingerprintTable::default())
                 .collect(),
         }
     }
 
     #[inline]
     pub fn contains(&self, fingerprint: u64) -> bool {
-        self.tables[table_of(fingerprint)].contains(&fingerprint)
+        self.tables[table_of(fingerprint)].contains(fingerprint)
     }
 
     /// Sequential insert (the initial state).
@@ -66,12 +75,11 @@ impl Visited {
             .for_each(|(shard, tables)| insert_shard(shard, Shard(tables)));
     }
 
-    /// Bytes held by the tables: 8 bytes of fingerprint and 1 control byte per slot; a table holds up to 7/8
-    /// of its slots.
+    /// Bytes held by the tables: 8 a slot.
     pub fn bytes(&self) -> u64 {
         self.tables
             .iter()
-            .map(|set| set.capacity() as u64 * 8 / 7 * 9)
+            .map(|table| table.slot_count() as u64 * 8)
             .sum()
     }
 }

@@ -257,6 +257,7 @@ fn report<M: Model>(
         stopped_by,
         visited_bytes: 0,
         peak_bytes: 0,
+        rss_peak_bytes: None,
         walks: summary.walks,
         cut_walks: summary.cut_walks,
         reduced_states: 0,

@@ -175,6 +175,7 @@ fn print_json(
         por_reduced_states: report.reduced_states,
         properties: output::verdict_map(report),
         reached: output::reached_names(report),
+        rss_peak_bytes: report.rss_peak_bytes,
         states: report.states,
         // Known when nothing was reduced (the search was a full one); a reduced search does not know it.
         states_full: (report.reduced_states == 0).then_some(report.states),

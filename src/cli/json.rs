@@ -27,6 +27,8 @@ pub struct CheckLine {
     pub por_reduced_states: u64,
     pub properties: Verdicts,
     pub reached: Vec<String>,
+    /// The process's resident memory at its highest during the search (Linux; null elsewhere).
+    pub rss_peak_bytes: Option<u64>,
     pub states: u64,
     /// The unreduced search's state count, when known (omitted otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,51 @@
+//! `--max-memory` against what the operating system sees: a search bounded at 64 MiB stops with its own
+//! accounting just past the bound, and the process's resident memory grew by the bound within 10%. Alone in
+//! its test binary, so no other test's memory is in the figure. Linux only (VmRSS).
+
+use retrylab::check::Model as _;
+use retrylab::spec::load_model;
+use std::path::Path;
+
+const BOUND_MIB: u64 = 64;
+
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse::<u64>()
+        .unwrap()
+        * 1024
+}
+
+#[test]
+fn a_search_bounded_at_64_mib_holds_64_mib_within_ten_percent() {
+    if !cfg!(target_os = "linux") {
+        println!("skipped: the resident set is read from /proc (Linux)");
+        return;
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/lease-fenced-3-clients.toml");
+    let model = load_model(&path).unwrap();
+    let bound = BOUND_MIB << 20;
+    let before = resident_bytes();
+    let report = model.world.checker().max_memory_mib(BOUND_MIB).bfs();
+    // The model needs about 140 MiB in full (3.4 M states): the bound is what stopped it.
+    let stopped_by = report.stopped_by.clone().unwrap_or_default();
+    assert!(stopped_by.starts_with("max-memory"), "{stopped_by}");
+    assert!(report.states > 200_000, "{} states", report.states);
+    let accounted = report.peak_bytes as f64 / bound as f64;
+    assert!(
+        (1.0..=1.1).contains(&accounted),
+        "accounted {accounted:.3} x the bound"
+    );
+    let grown = (report.rss_peak_bytes.unwrap() - before) as f64 / bound as f64;
+    println!(
+        "{} states: accounted {accounted:.3} x the bound, resident growth {grown:.3} x",
+        report.states
+    );
+    assert!(
+        (0.9..=1.1).contains(&grown),
+        "resident set grew {grown:.3} x the bound"
+    );
+}
