@@ -7,7 +7,7 @@
 use super::expand::{expand_unit, insert_round, keep_new, Output, Step, UnitInput};
 use super::fingerprint::state_fingerprint;
 use super::graph::Graph;
-use super::level::Level;
+use super::level::{split_into, Level};
 use super::model::{Model, ACYCLIC_CHECK_STATES};
 use super::plan::Plan;
 use super::por::Reduction;
@@ -224,13 +224,32 @@ impl<M: Model> Search<M> {
                     graph.add_node_fingerprint(candidate.fingerprint);
                 }
             }
-            self.nodes
-                .extend(out.successors.candidates.iter().map(|candidate| Node {
-                    parent: candidate.parent,
-                    action_index: candidate.action_index,
-                }));
-            next.append(&mut out.successors);
         }
+        // The new states' nodes and packings, each unit's into its own part, in parallel.
+        let counts: Vec<usize> = outputs
+            .iter()
+            .map(|out| out.successors.candidates.len())
+            .collect();
+        let nodes_at = self.nodes.len();
+        let filler = Node {
+            parent: ROOT,
+            action_index: 0,
+        };
+        self.nodes
+            .resize(nodes_at + counts.iter().sum::<usize>(), filler);
+        split_into(&mut self.nodes[nodes_at..], &counts)
+            .into_par_iter()
+            .zip(outputs.par_iter())
+            .for_each(|(nodes, out)| {
+                for (node, candidate) in nodes.iter_mut().zip(&out.successors.candidates) {
+                    *node = Node {
+                        parent: candidate.parent,
+                        action_index: candidate.action_index,
+                    };
+                }
+            });
+        let mut round: Vec<_> = outputs.iter_mut().map(|out| &mut out.successors).collect();
+        next.append_round(&mut round);
         if self.graph_for_acyclic_check && self.nodes.len() as u64 > ACYCLIC_CHECK_STATES {
             self.graph = None;
         }

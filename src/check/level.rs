@@ -4,6 +4,7 @@
 
 use super::fingerprint::{hashed_fingerprint, packed_fingerprint};
 use super::model::Model;
+use rayon::prelude::*;
 
 /// A successor waiting for the visited set's verdict: its fingerprint, how it was reached, and where it lies
 /// (a byte span of the unit's arena, or `(index, index)` into its states).
@@ -83,8 +84,50 @@ impl<M: Model> Level<M> {
         }
     }
 
+    /// Append a round's kept successors, unit after unit: packed levels copy each unit's bytes and ends into
+    /// its own part of the level in parallel (the copy was the larger part of a round's sequential merge).
+    pub fn append_round(&mut self, round: &mut [&mut Successors<M>]) {
+        if !M::PACKED {
+            round
+                .iter_mut()
+                .for_each(|successors| self.append(successors));
+            return;
+        }
+        let (bytes_at, ends_at) = (self.bytes.len(), self.ends.len());
+        let byte_lens: Vec<usize> = round.iter().map(|s| s.bytes.len()).collect();
+        let counts: Vec<usize> = round.iter().map(|s| s.candidates.len()).collect();
+        self.bytes
+            .resize(bytes_at + byte_lens.iter().sum::<usize>(), 0);
+        self.ends.resize(ends_at + counts.iter().sum::<usize>(), 0);
+        let byte_parts = split_into(&mut self.bytes[bytes_at..], &byte_lens);
+        let end_parts = split_into(&mut self.ends[ends_at..], &counts);
+        let offsets = byte_lens.iter().scan(bytes_at as u64, |offset, len| {
+            let start = *offset;
+            *offset += *len as u64;
+            Some(start)
+        });
+        let parts: Vec<_> = byte_parts
+            .into_iter()
+            .zip(end_parts)
+            .zip(offsets)
+            .zip(round.iter())
+            .collect();
+        parts
+            .into_par_iter()
+            .for_each(|(((bytes, ends), offset), successors)| {
+                debug_assert!(successors
+                    .candidates
+                    .windows(2)
+                    .all(|pair| pair[0].span.1 == pair[1].span.0));
+                bytes.copy_from_slice(&successors.bytes);
+                for (end, candidate) in ends.iter_mut().zip(&successors.candidates) {
+                    *end = offset + u64::from(candidate.span.1);
+                }
+            });
+    }
+
     /// Append a unit's kept successors, in order.
-    pub fn append(&mut self, successors: &mut Successors<M>) {
+    fn append(&mut self, successors: &mut Successors<M>) {
         if M::PACKED {
             // `retain` left the kept packings back to back, in order: each ends where its span does.
             debug_assert!(successors
@@ -196,4 +239,15 @@ impl<M: Model> Successors<M> {
             + self.states.capacity() * size_of::<M::State>()
             + self.candidates.capacity() * size_of::<Candidate>()
     }
+}
+
+/// `slice` cut into consecutive parts of the given lengths.
+pub(crate) fn split_into<'a, T>(mut slice: &'a mut [T], lens: &[usize]) -> Vec<&'a mut [T]> {
+    let mut parts = Vec::with_capacity(lens.len());
+    for &len in lens {
+        let (part, rest) = slice.split_at_mut(len);
+        parts.push(part);
+        slice = rest;
+    }
+    parts
 }
