@@ -12,7 +12,7 @@ pub const CAP_MS_MAX: f64 = 86_400_000.0;
 pub const GROWTH_MAX: u32 = 15;
 
 /// Exponent beyond which `base * 2^n` is above any accepted cap for any base >= 1e-9 ms,
-/// so larger attempt numbers are clamped to it (avoids overflow in `powi`).
+/// so larger attempt numbers are clamped to it (keeps `2^n` a finite power of two).
 const EXPONENT_MAX: u32 = 64;
 
 /// Which delay formula a client uses before retry number `attempt` (1 for the first retry).
@@ -200,8 +200,7 @@ impl Backoff {
 
     /// `min(cap, base * 2^attempt)`.
     pub fn expo_ms(&self, attempt: u32) -> f64 {
-        let exponent = attempt.min(EXPONENT_MAX) as i32;
-        (self.base_ms * 2f64.powi(exponent)).min(self.cap_ms)
+        (self.base_ms * pow2(attempt.min(EXPONENT_MAX))).min(self.cap_ms)
     }
 
     /// A fresh per-client state (decorrelated jitter's sleep starts at base).
@@ -270,6 +269,14 @@ impl BackoffState {
     }
 }
 
+/// `2^n` for `n <= EXPONENT_MAX`, built from its exponent bits. Exact, so bit-identical to
+/// `2f64.powi(n)` (which is exact too for these `n`), without `powi`'s call to the
+/// compiler-rt loop on every delay.
+fn pow2(n: u32) -> f64 {
+    debug_assert!(n <= EXPONENT_MAX);
+    f64::from_bits((1023 + u64::from(n)) << 52)
+}
+
 /// Uniform in `[low, high]` (half-open in exact arithmetic; the `min` guards the rounding of
 /// `low + (high - low) * u`, which can land one ulp above `high`).
 fn uniform_ms<R: Rng + ?Sized>(rng: &mut R, low_ms: f64, high_ms: f64) -> f64 {
@@ -316,6 +323,13 @@ mod tests {
             delays,
             [10.0, 20.0, 40.0, 80.0, 160.0, 320.0, 640.0, 1280.0, 2000.0, 2000.0]
         );
+    }
+
+    #[test]
+    fn pow2_is_powi() {
+        for n in 0..=EXPONENT_MAX {
+            assert_eq!(pow2(n).to_bits(), 2f64.powi(n as i32).to_bits(), "2^{n}");
+        }
     }
 
     #[test]
