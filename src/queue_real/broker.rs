@@ -234,6 +234,17 @@ impl Queue<'_> {
             .map_err(|e: async_nats::Error| text(e))
     }
 
+    /// Messages the consumer still has to take: not delivered yet, or delivered and neither acked nor given up
+    /// (a crashed or unacked delivery waits there for its redelivery).
+    pub fn outstanding(&self) -> Result<u64, String> {
+        let consumer = self.consumer.clone();
+        self.broker
+            .runtime
+            .run(async move { consumer.get_info().await })
+            .map(|info| info.num_pending + info.num_ack_pending as u64)
+            .map_err(text)
+    }
+
     /// Remove the stream (and its consumer).
     pub fn delete(self) -> Result<(), String> {
         let context = self.broker.context.clone();

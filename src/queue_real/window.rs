@@ -225,6 +225,7 @@ fn run_cell(
     let mut copies_forwarded = 0;
     let mut last_activity = Instant::now();
     let quiet = config.ack_wait * 2 + Duration::from_millis(300);
+    let give_up = quiet + config.ack_wait * config.max_receives + Duration::from_secs(5);
     let before_effect_rows = inbox
         .commits()
         .iter()
@@ -246,7 +247,12 @@ fn run_cell(
             last_activity = Instant::now();
         }
         let done_publishing = next_republish == republish_at.len();
-        if done_publishing && last_activity.elapsed() > quiet {
+        // Quiet on this side is not enough: a stalled machine (a slow fsync) can make a pending redelivery look
+        // late. The broker says whether one is still due; past `give_up` (every receive used), stop anyway.
+        if done_publishing
+            && last_activity.elapsed() > quiet
+            && (queue.outstanding()? == 0 || last_activity.elapsed() > give_up)
+        {
             break;
         }
         // Wait for a delivery no longer than until the next republish is due, so republishes go out on time.
@@ -257,13 +263,14 @@ fn run_cell(
         let Some(received) = queue.fetch(wait)? else {
             continue;
         };
-        last_activity = Instant::now();
         let delivery = received.delivery.clone();
         let (event, copy) = copy_of[&delivery.stream_sequence];
         let stream = stream_of(event) + 1 + copy * 16 + delivery.delivered;
         let fate = fate(config, stream, inbox.commits().len());
         let consumer = Consumer::new(connect()?, design, delivery);
         handle(consumer, &fate, before_effect_rows, &queue, &received)?;
+        // Quiet counts from the end of the handling, however long its commits took.
+        last_activity = Instant::now();
     }
     let duplicates = duplicates(&connect()?)?;
     queue.delete()?;
