@@ -2,22 +2,11 @@
 //! accounting just past the bound, and the process's resident memory grew by the bound within 10%. Alone in
 //! its test binary, so no other test's memory is in the figure. Linux only (VmRSS).
 
-use retrylab::check::Model as _;
+use retrylab::check::{resident_bytes, Model as _};
 use retrylab::spec::load_model;
 use std::path::Path;
 
 const BOUND_MIB: u64 = 64;
-
-fn resident_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace()
-        .nth(1)
-        .unwrap()
-        .parse::<u64>()
-        .unwrap()
-        * 1024
-}
 
 #[test]
 fn a_search_bounded_at_64_mib_holds_64_mib_within_ten_percent() {
@@ -28,7 +17,7 @@ fn a_search_bounded_at_64_mib_holds_64_mib_within_ten_percent() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("models/lease-fenced-3-clients.toml");
     let model = load_model(&path).unwrap();
     let bound = BOUND_MIB << 20;
-    let before = resident_bytes();
+    let before = resident_bytes().expect("VmRSS on Linux");
     let report = model.world.checker().max_memory_mib(BOUND_MIB).bfs();
     // The model needs about 140 MiB in full (3.4 M states): the bound is what stopped it.
     let stopped_by = report.stopped_by.clone().unwrap_or_default();

@@ -88,9 +88,9 @@ impl<M: Model> Level<M> {
     /// its own part of the level in parallel (the copy was the larger part of a round's sequential merge).
     pub fn append_round(&mut self, round: &mut [&mut Successors<M>]) {
         if !M::PACKED {
-            round
-                .iter_mut()
-                .for_each(|successors| self.append(successors));
+            for successors in round.iter_mut() {
+                self.states.append(&mut successors.states);
+            }
             return;
         }
         let (bytes_at, ends_at) = (self.bytes.len(), self.ends.len());
@@ -115,6 +115,7 @@ impl<M: Model> Level<M> {
         parts
             .into_par_iter()
             .for_each(|(((bytes, ends), offset), successors)| {
+                // `retain` left the kept packings back to back, in order: each ends where its span does.
                 debug_assert!(successors
                     .candidates
                     .windows(2)
@@ -124,27 +125,6 @@ impl<M: Model> Level<M> {
                     *end = offset + u64::from(candidate.span.1);
                 }
             });
-    }
-
-    /// Append a unit's kept successors, in order.
-    fn append(&mut self, successors: &mut Successors<M>) {
-        if M::PACKED {
-            // `retain` left the kept packings back to back, in order: each ends where its span does.
-            debug_assert!(successors
-                .candidates
-                .windows(2)
-                .all(|pair| pair[0].span.1 == pair[1].span.0));
-            let offset = self.bytes.len() as u64;
-            self.bytes.extend_from_slice(&successors.bytes);
-            self.ends.extend(
-                successors
-                    .candidates
-                    .iter()
-                    .map(|candidate| offset + u64::from(candidate.span.1)),
-            );
-        } else {
-            self.states.append(&mut successors.states);
-        }
     }
 
     pub fn held_bytes(&self) -> usize {

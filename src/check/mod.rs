@@ -36,6 +36,7 @@ pub use path::{rebuild_path, rebuild_path_reduced, timeline, Run, TimelineStep};
 pub use por::Por;
 pub use property::{Kind, Property};
 pub use report::{compare, Comparison, Expected, Method, PropertyReport, Report};
+pub use resident::resident_bytes;
 pub use trace::{Trace, TraceError, TRACE_FORMAT, TRACE_VERSION};
 pub use view::{Panel, Row, StateView};
 pub use walk::{walk_seed, Seeds, WalkResult};
