@@ -244,6 +244,10 @@ impl BackoffState {
     /// Draws the delay before retry number `attempt` (1 for the first retry), in milliseconds.
     /// Consumes at most one `f64` from `rng`, and none for the deterministic strategies, so
     /// equal generator states give equal sequences.
+    ///
+    /// Inlined: the AWS world calls it on every failed write, and out of line its call cost
+    /// more than the draw.
+    #[inline(always)]
     pub fn next_delay_ms<R: Rng + ?Sized>(&mut self, attempt: u32, rng: &mut R) -> f64 {
         let b = self.backoff;
         match b.strategy {
