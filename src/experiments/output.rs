@@ -65,8 +65,8 @@ impl Output {
             .map(|(name, text)| (name.as_str(), text.as_str()))
             .chain(claims.as_deref().map(|text| (CLAIMS_CSV, text)));
         // Charts are drawn in parallel: each is an SVG and a PNG rendered and encoded on its
-        // own, and drawn one after another they were a third of a short run's wall time. The
-        // first error in file order is the one reported.
+        // own, most of the time it takes to write a short run's output. The first error in
+        // file order is the one reported.
         let (written, drawn): (Vec<_>, Vec<_>) = rayon::join(
             || texts.map(|(name, text)| write(name, text)).collect(),
             || {
