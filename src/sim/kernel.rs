@@ -172,17 +172,48 @@ pub enum Control {
     Stop,
 }
 
+/// What [`run`] needs of an event queue: the earliest event, emptiness and the clock. Worlds
+/// schedule through their queue's own methods. [`EventQueue`] serves any world;
+/// [`super::slot_queue::SlotQueue`] serves worlds with at most one pending event per slot, in the
+/// same order of events.
+pub trait Queue {
+    type Event;
+    /// Removes the earliest event and advances the clock to its time.
+    fn pop(&mut self) -> Option<(TimeNs, Self::Event)>;
+    fn is_empty(&self) -> bool;
+    fn now_ns(&self) -> TimeNs;
+}
+
+impl<E> Queue for EventQueue<E> {
+    type Event = E;
+
+    #[inline(always)]
+    fn pop(&mut self) -> Option<(TimeNs, E)> {
+        EventQueue::pop(self)
+    }
+
+    fn is_empty(&self) -> bool {
+        EventQueue::is_empty(self)
+    }
+
+    fn now_ns(&self) -> TimeNs {
+        EventQueue::now_ns(self)
+    }
+}
+
 /// A simulated world: reacts to one event at a time, scheduling further events on the queue and
 /// drawing randomness only from the run's generator.
 pub trait Model {
     type Event;
+    /// The queue it schedules on: `EventQueue<Self::Event>` unless the world has a cheaper one.
+    type Queue: Queue<Event = Self::Event>;
     /// Schedules the initial events (at time 0 the queue is empty).
-    fn start(&mut self, queue: &mut EventQueue<Self::Event>, rng: &mut ChaCha8Rng);
+    fn start(&mut self, queue: &mut Self::Queue, rng: &mut ChaCha8Rng);
     fn handle(
         &mut self,
         now_ns: TimeNs,
         event: Self::Event,
-        queue: &mut EventQueue<Self::Event>,
+        queue: &mut Self::Queue,
         rng: &mut ChaCha8Rng,
     ) -> Control;
 }
@@ -208,7 +239,7 @@ pub struct RunStats {
 /// Runs `model` until it drains, stops, or has handled `events_max` events.
 pub fn run<M: Model>(
     model: &mut M,
-    queue: &mut EventQueue<M::Event>,
+    queue: &mut M::Queue,
     rng: &mut ChaCha8Rng,
     events_max: u64,
 ) -> RunStats {
@@ -239,12 +270,15 @@ pub fn run<M: Model>(
 
 /// Runs `model` on a fresh queue of at most `queue_len_max` pending events until it drains; a
 /// run cut short by the event bound is an error, never a result.
-pub fn run_drained<M: Model>(
+pub fn run_drained<M>(
     model: &mut M,
     queue_len_max: usize,
     rng: &mut ChaCha8Rng,
     events_max: u64,
-) -> Result<RunStats, String> {
+) -> Result<RunStats, String>
+where
+    M: Model<Queue = EventQueue<<M as Model>::Event>>,
+{
     let mut queue = EventQueue::new(queue_len_max);
     let stats = run(model, &mut queue, rng, events_max);
     if stats.end != RunEnd::Drained {
@@ -331,6 +365,7 @@ mod tests {
     struct Forever;
     impl Model for Forever {
         type Event = ();
+        type Queue = EventQueue<()>;
         fn start(&mut self, queue: &mut EventQueue<()>, _: &mut ChaCha8Rng) {
             queue.schedule_at(0, ()).unwrap();
         }

@@ -8,7 +8,7 @@
 //! of the AWS sweep's time). Here a slot's path to the root is fixed by its index: the siblings'
 //! keys can all be loaded at once, and only the `min` of each level waits for the one below.
 
-use super::kernel::{ScheduleError, TimeNs};
+use super::kernel::{Queue, ScheduleError, TimeNs};
 
 /// Key of a slot without a pending event: above every real key.
 const EMPTY: u128 = u128::MAX;
@@ -192,6 +192,24 @@ impl<E: Copy> SlotQueue<E> {
             node >>= 1;
             tree[node] = least;
         }
+    }
+}
+
+/// For [`super::kernel::run`]: the popped event without its slot.
+impl<E: Copy> Queue for SlotQueue<E> {
+    type Event = E;
+
+    #[inline(always)]
+    fn pop(&mut self) -> Option<(TimeNs, E)> {
+        SlotQueue::pop(self).map(|(at_ns, _, event)| (at_ns, event))
+    }
+
+    fn is_empty(&self) -> bool {
+        SlotQueue::is_empty(self)
+    }
+
+    fn now_ns(&self) -> TimeNs {
+        SlotQueue::now_ns(self)
     }
 }
 

@@ -23,7 +23,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 use crate::backoff::{Backoff, BackoffState};
-use crate::sim::kernel::{ms_to_ns, ns_to_ms, RunEnd, TimeNs};
+use crate::sim::kernel::{self, ms_to_ns, ns_to_ms, Control, Model, RunEnd, TimeNs};
 use crate::sim::slot_queue::SlotQueue;
 use crate::sim::stats::percentile_sorted;
 
@@ -154,9 +154,12 @@ impl OccWorld {
 }
 
 /// The world runs on a [`SlotQueue`] (one slot per client, which never has two pending events)
-/// rather than through [`crate::sim::kernel::run`] and its heap: the order of events is the
-/// same, by (time, sequence), and the tournament tree is cheaper per event (see its module).
-impl OccWorld {
+/// rather than the kernel's heap: the order of events is the same, by (time, sequence), and the
+/// tournament tree is cheaper per event (see its module).
+impl Model for OccWorld {
+    type Event = Event;
+    type Queue = SlotQueue<Event>;
+
     fn start(&mut self, queue: &mut SlotQueue<Event>, rng: &mut ChaCha8Rng) {
         for client in 0..self.clients.len() as u32 {
             let read_ns = self.leg_ns(rng);
@@ -167,13 +170,14 @@ impl OccWorld {
         }
     }
 
+    #[inline(always)]
     fn handle(
         &mut self,
         now_ns: TimeNs,
         event: Event,
         queue: &mut SlotQueue<Event>,
         rng: &mut ChaCha8Rng,
-    ) {
+    ) -> Control {
         let next = match event {
             Event::ReadArrives { client } => {
                 let at_ns = now_ns + self.leg_ns(rng) + self.leg_ns(rng);
@@ -200,33 +204,7 @@ impl OccWorld {
                 .schedule_at(client as usize, at_ns, event)
                 .expect("events go forward in time");
         }
-    }
-
-    /// The kernel's run loop ([`crate::sim::kernel::run`]) on the slot queue: until no event
-    /// is left or `events_max` were handled.
-    fn run(
-        &mut self,
-        queue: &mut SlotQueue<Event>,
-        rng: &mut ChaCha8Rng,
-        events_max: u64,
-    ) -> (RunEnd, u64) {
-        self.start(queue, rng);
-        let mut event_count = 0;
-        loop {
-            if event_count == events_max {
-                let end = if queue.is_empty() {
-                    RunEnd::Drained
-                } else {
-                    RunEnd::EventLimit
-                };
-                return (end, event_count);
-            }
-            let Some((now_ns, _, event)) = queue.pop() else {
-                return (RunEnd::Drained, event_count);
-            };
-            event_count += 1;
-            self.handle(now_ns, event, queue, rng);
-        }
+        Control::Continue
     }
 }
 
@@ -279,8 +257,8 @@ pub fn simulate_run_with(
         leg,
     };
     let mut queue = SlotQueue::new(clients as usize, Event::ReadArrives { client: 0 });
-    let (end, event_count) = world.run(&mut queue, rng, EVENTS_PER_RUN_MAX);
-    if end != RunEnd::Drained {
+    let stats = kernel::run(&mut world, &mut queue, rng, EVENTS_PER_RUN_MAX);
+    if stats.end != RunEnd::Drained {
         return Err(AwsError::EventLimit { clients });
     }
     debug_assert_eq!(world.done_ns.len(), clients as usize);
@@ -293,7 +271,7 @@ pub fn simulate_run_with(
         time_ms: *latencies_ms.last().expect("at least one client"),
         latency_ms_p50: percentile_sorted(&latencies_ms, 50.0),
         latency_ms_p99: percentile_sorted(&latencies_ms, 99.0),
-        event_count,
+        event_count: stats.event_count,
     })
 }
 

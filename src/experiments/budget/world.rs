@@ -165,6 +165,7 @@ impl World {
 
 impl Model for World {
     type Event = Event;
+    type Queue = EventQueue<Event>;
 
     fn start(&mut self, queue: &mut EventQueue<Event>, rng: &mut ChaCha8Rng) {
         for client in 0..self.config.clients {

@@ -180,6 +180,7 @@ impl Chain {
 
 impl Model for Chain {
     type Event = Event;
+    type Queue = EventQueue<Event>;
 
     fn start(&mut self, queue: &mut EventQueue<Event>, _rng: &mut ChaCha8Rng) {
         let user = self.new_frame(0, None, 0);
