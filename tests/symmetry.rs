@@ -62,3 +62,43 @@ fn reduction_keeps_verdicts_and_shortest_lengths_and_traces_replay() {
         "symmetry reduction never merged a state: it is not doing anything"
     );
 }
+
+/// The explorer's in-place canonical form is `canonicalize`'s, on states of every model reached by seeded
+/// random walks, both where the clients must be relabelled and where they are already in order.
+#[test]
+fn canonicalizing_in_place_agrees_with_canonicalize() {
+    use rand::{Rng, SeedableRng};
+    let files = model_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("models")).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let (mut relabelled, mut kept) = (0u32, 0u32);
+    for file in files {
+        let model = load_model(&file).unwrap();
+        let world = &model.world;
+        let mut actions = Vec::new();
+        for _walk in 0..20 {
+            let mut state = world.init_state();
+            for _step in 0..40 {
+                let expected = world.canonicalize(&state).expect("the world has symmetry");
+                let mut in_place = state.clone();
+                world.canonicalize_in_place(&mut in_place);
+                assert_eq!(in_place, expected, "{}", model.path);
+                if expected.clients == state.clients {
+                    kept += 1;
+                } else {
+                    relabelled += 1;
+                }
+                actions.clear();
+                world.actions(&state, &mut actions);
+                if actions.is_empty() {
+                    break;
+                }
+                let action = actions[rng.random_range(0..actions.len())];
+                world.apply(&mut state, &action);
+            }
+        }
+    }
+    assert!(
+        relabelled > 100 && kept > 100,
+        "{relabelled} relabelled, {kept} kept"
+    );
+}

@@ -156,9 +156,7 @@ pub(crate) fn expand_unit<M: Model>(
             next.clone_from(&state);
             let observed = model.apply(&mut next, action);
             if input.symmetry {
-                if let Some(canonical) = model.canonicalize(&next) {
-                    next = canonical;
-                }
+                model.canonicalize_in_place(&mut next);
             }
             let step = Step {
                 parent,
@@ -209,9 +207,7 @@ fn choose<M: Model>(
         next.clone_from(state);
         model.apply(next, &actions[alone]);
         if input.symmetry {
-            if let Some(canonical) = model.canonicalize(next) {
-                *next = canonical;
-            }
+            model.canonicalize_in_place(next);
         }
         if input
             .visited

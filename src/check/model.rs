@@ -114,6 +114,16 @@ pub trait Model: Sized + Sync {
         None
     }
 
+    /// [`Model::canonicalize`] in place: the explorer's form, called once per transition. The default
+    /// replaces the state with `canonicalize`'s answer; a model can relabel without building a new state
+    /// (and skip the work when the state is already canonical). Must agree with `canonicalize`.
+    #[inline]
+    fn canonicalize_in_place(&self, state: &mut Self::State) {
+        if let Some(canonical) = self.canonicalize(state) {
+            *state = canonical;
+        }
+    }
+
     /// One line for people: what `action` did, from `before` to `after`. Timelines and traces use it.
     fn describe_step(
         &self,

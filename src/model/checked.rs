@@ -123,6 +123,11 @@ impl<S: Server> check::Model for WorldOf<S> {
     }
 
     #[inline]
+    fn canonicalize_in_place(&self, state: &mut State) {
+        WorldOf::canonicalize_in_place(self, state)
+    }
+
+    #[inline]
     fn independent_of_rest(&self, state: &State, action: &Action) -> bool {
         WorldOf::independent_of_rest(self, state, action)
     }
@@ -163,6 +168,11 @@ impl check::Model for World {
 
     fn canonicalize(&self, state: &State) -> Option<State> {
         dispatch!(self, world => check::Model::canonicalize(world, state))
+    }
+
+    #[inline]
+    fn canonicalize_in_place(&self, state: &mut State) {
+        dispatch!(self, world => check::Model::canonicalize_in_place(world, state))
     }
 
     #[inline]

@@ -60,25 +60,36 @@ pub fn write_line_chart(chart: &LineChart, dir: &Path, stem: &str) -> Result<(),
     }
     write_atomic(&dir.join(format!("{stem}.svg")), svg.as_bytes())?;
 
-    // The bitmap backend picks its encoder from the extension and writes the file itself, so
-    // it writes a temporary `.png` in the same folder, which is then renamed.
-    let png_path = dir.join(format!("{stem}.png"));
-    let io_err = |source| PlotError::Io {
-        path: png_path.clone(),
-        source,
-    };
-    let temp = crate::atomic::output_file_builder()
-        .prefix(&format!(".{stem}-"))
-        .suffix(".png")
-        .tempfile_in(dir)
-        .map_err(io_err)?;
+    let mut pixels = vec![0u8; size.0 as usize * size.1 as usize * 3];
     {
-        let root = BitMapBackend::new(temp.path(), size).into_drawing_area();
+        let root = BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area();
         draw_chart(&root, chart)?;
         root.present().map_err(|e| draw_err(chart, e))?;
     }
-    temp.persist(&png_path).map_err(|e| io_err(e.error))?;
+    let png_path = dir.join(format!("{stem}.png"));
+    let png = encode_png(&pixels, size).map_err(|e| PlotError::Io {
+        path: png_path.clone(),
+        source: std::io::Error::other(e),
+    })?;
+    write_atomic(&png_path, &png)?;
     Ok(())
+}
+
+/// RGB pixels as a PNG: fast deflate, each row's filter chosen adaptively (what the image crate's
+/// encoder did when plotters wrote the file itself; a fixed filter saved about 1 ms of 2.5 per
+/// chart and made the files 1.2-3x larger).
+fn encode_png(pixels: &[u8], (width, height): (u32, u32)) -> Result<Vec<u8>, png::EncodingError> {
+    let mut out = Vec::with_capacity(pixels.len() / 16);
+    let mut encoder = png::Encoder::new(&mut out, width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::Fast);
+    encoder.set_filter(png::FilterType::Sub);
+    encoder.set_adaptive_filter(png::AdaptiveFilterType::Adaptive);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(pixels)?;
+    writer.finish()?;
+    Ok(out)
 }
 
 fn draw_err(chart: &LineChart, e: impl std::fmt::Display) -> PlotError {
