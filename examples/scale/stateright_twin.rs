@@ -1,9 +1,9 @@
 //! The retrylab world as a stateright model: the very same transition relation (`actions` / `next_state`), and
-//! for its symmetry the very same canonical form (`Model::canonicalize`), so the two checkers search the same
+//! for its symmetry the very same canonical form (`check::canonical`, as the search makes it), so the two checkers search the same
 //! space and the unique-state counts can be compared.
 
 use super::family::{Flags, Outcome};
-use retrylab::check::{Model as _, Verdict};
+use retrylab::check::Verdict;
 use retrylab::model::{State, World};
 use stateright::{Checker, Model};
 
@@ -20,7 +20,8 @@ static CANONICAL_WORLD: RwLock<Option<World>> = RwLock::new(None);
 fn representative(state: &State) -> State {
     let world = CANONICAL_WORLD.read().expect("not poisoned");
     let world = world.as_ref().expect("set before a symmetric run");
-    world.canonicalize(state).unwrap_or_else(|| state.clone())
+    // The form retrylab's search makes, by the same code path.
+    retrylab::check::canonical(world, state)
 }
 
 /// Check `world` with stateright's BFS on `flags.threads` threads, cut at `flags.max_states`. Not stateright's

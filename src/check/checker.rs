@@ -227,11 +227,9 @@ pub fn judge_run<M: Model>(model: &M, run: &path::Run<M>, cycle_from: Option<usi
         }
     }
     let closes_cycle = cycle_from.is_some_and(|from| {
-        let canonical =
-            |state: &M::State| model.canonicalize(state).unwrap_or_else(|| state.clone());
         from >= judge.last_fault
             && from < actions.len()
-            && canonical(&run.states[from]) == canonical(run.last_state())
+            && path::canonical(model, &run.states[from]) == path::canonical(model, run.last_state())
     });
     judge.finish(at_rest_end || closes_cycle);
     let properties = plan

@@ -32,7 +32,7 @@ mod toys_por;
 pub use checker::{judge_run, replay_path, Bounds, Checker, Diverged, Progress};
 pub use fingerprint::hashed_fingerprint;
 pub use model::{Model, Observation, ACYCLIC_CHECK_STATES};
-pub use path::{rebuild_path, rebuild_path_reduced, timeline, Run, TimelineStep};
+pub use path::{canonical, rebuild_path, rebuild_path_reduced, timeline, Run, TimelineStep};
 pub use por::Por;
 pub use property::{Kind, Property};
 pub use report::{compare, Comparison, Expected, Method, PropertyReport, Report};

@@ -17,9 +17,12 @@ pub fn rebuild_path<M: Model>(model: &M, indices: &[u16]) -> Vec<M::Action> {
     actions
 }
 
-/// The canonical form of a state (itself when the model has no symmetry).
-fn canonical<M: Model>(model: &M, state: &M::State) -> M::State {
-    model.canonicalize(state).unwrap_or_else(|| state.clone())
+/// The canonical form of a state, as the search stores it (`Model::canonicalize_in_place`; the state itself
+/// when the model has no symmetry).
+pub fn canonical<M: Model>(model: &M, state: &M::State) -> M::State {
+    let mut canonical = state.clone();
+    model.canonicalize_in_place(&mut canonical);
+    canonical
 }
 
 /// Re-run a path found on canonical states (symmetry reduction) and return it as actions of the unreduced

@@ -167,11 +167,8 @@ pub fn all_claims(
         params.cap_ms,
     )
     .map_err(|e| e.to_string())?;
-    // A million draws in a row, on a stream of its own: measured beside the post's claims.
-    let (stickiness, mut claims) = rayon::join(
-        || cap_stickiness(decorrelated, CAP_DRAWS, &mut run_rng(seed, CAP_STREAM)),
-        || evaluate(&post_cells),
-    );
+    let stickiness = cap_stickiness(decorrelated, CAP_DRAWS, &mut run_rng(seed, CAP_STREAM));
+    let mut claims = evaluate(&post_cells);
     claims.push(cap_claim(
         params,
         CAP_DRAWS,
