@@ -240,7 +240,11 @@ impl WorldBuilder {
 
     fn check_shared(&self) -> Result<(), WorldError> {
         let clients = &self.clients;
-        within("clients.count", clients.count.into(), 8)?;
+        within(
+            "clients.count",
+            clients.count.into(),
+            ClientsConfig::COUNT_MAX.into(),
+        )?;
         within("clients.max-attempts", clients.max_attempts.into(), 15)?;
         within("clients.operations", clients.operations.len(), 8)?;
         within("servers.processes", self.processes.into(), 4)?;

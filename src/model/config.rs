@@ -29,6 +29,11 @@ pub struct ClientsConfig {
     pub operations: Vec<Operation>,
 }
 
+impl ClientsConfig {
+    /// Clients in a world at most (the symmetry reduction sizes its per-client arrays by it).
+    pub const COUNT_MAX: u8 = 8;
+}
+
 /// Fault budgets: how many of each fault the explorer may inject along one path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields, default)]

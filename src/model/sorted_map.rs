@@ -115,6 +115,16 @@ impl<K: Ord + Copy, V, const N: usize> SortedMap<K, V, N> {
         self.entries.push((key, value));
     }
 
+    /// Rewrite every entry in place with `rewrite`, then restore the key order. The rewrite must keep keys
+    /// distinct (a relabelling does: it is a bijection).
+    pub fn rewrite(&mut self, mut rewrite: impl FnMut(&mut K, &mut V)) {
+        for (key, value) in self.entries.iter_mut() {
+            rewrite(key, value);
+        }
+        self.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        debug_assert!(self.entries.windows(2).all(|pair| pair[0].0 < pair[1].0));
+    }
+
     pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
         self.entries.retain(|(key, value)| keep(key, value));
     }

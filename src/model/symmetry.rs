@@ -8,12 +8,14 @@
 //! (`Relabel::action_back`), so traces replay on the unreduced model.
 
 use super::action::Action;
-use super::sorted_map::SortedMap;
+use super::config::ClientsConfig;
 use super::state::*;
 use super::world::{Server, WorldOf};
 use crate::protocol::KeyScope;
 use smallvec::SmallVec;
 use std::hash::{Hash, Hasher};
+
+const CLIENTS_MAX: usize = ClientsConfig::COUNT_MAX as usize;
 
 /// A relabelling: `client[old] = new`, `proc[old] = new`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -156,152 +158,189 @@ impl Relabel {
     }
 
     fn state(&self, scope: KeyScope, state: &State) -> State {
-        let mut clients = state.clients.clone();
-        for (old, client) in state.clients.iter().enumerate() {
-            clients[self.client(old as u8) as usize] = client.clone();
+        let mut relabelled = state.clone();
+        self.state_in_place(scope, &mut relabelled);
+        relabelled
+    }
+
+    /// The state relabelled, in place: clients and processes moved to their new places, every reference to a
+    /// client rewritten, and the maps keyed by one re-sorted.
+    fn state_in_place(&self, scope: KeyScope, state: &mut State) {
+        permute(&mut state.clients, &self.client);
+        permute(&mut state.procs, &self.proc);
+        for proc in state.procs.iter_mut() {
+            if let Proc::Busy(job) = proc {
+                job.request = self.request(scope, job.request);
+            }
         }
-        let mut procs = state.procs.clone();
-        for (old, proc) in state.procs.iter().enumerate() {
-            procs[self.proc[old] as usize] = match *proc {
-                Proc::Busy(job) => Proc::Busy(Job {
-                    request: self.request(scope, job.request),
-                    ..job
-                }),
-                Proc::Idle => Proc::Idle,
-            };
+        state
+            .network
+            .rewrite(|message, _| *message = self.message(scope, *message));
+        state.store.records.rewrite(|key, record| {
+            *key = self.key(scope, *key);
+            record.op = self.op(record.op);
+        });
+        for op in state.store.payments.iter_mut() {
+            *op = self.op(*op);
         }
-        let mut network = SortedMap::new();
-        for (message, count) in &state.network {
-            network.insert(self.message(scope, *message), *count);
+        for (op, key) in state.store.provider_charges.iter_mut() {
+            *op = self.op(*op);
+            *key = self.key(scope, *key);
         }
-        let mut records = SortedMap::new();
-        for (key, record) in &state.store.records {
-            records.insert(
-                self.key(scope, *key),
-                Record {
-                    op: self.op(record.op),
-                    ..*record
-                },
-            );
-        }
-        let mut first_success = SortedMap::new();
-        for (op, payload) in &state.first_success {
-            first_success.insert(self.op(*op), *payload);
-        }
-        State {
-            clients,
-            network,
-            procs,
-            store: Store {
-                records,
-                payments: state.store.payments.iter().map(|op| self.op(*op)).collect(),
-                next_token: state.store.next_token,
-                provider_charges: state
-                    .store
-                    .provider_charges
-                    .iter()
-                    .map(|(op, key)| (self.op(*op), self.key(scope, *key)))
-                    .collect(),
-            },
-            first_success,
-            budgets: state.budgets,
+        state.first_success.rewrite(|op, _| *op = self.op(*op));
+    }
+}
+
+/// Move `items[old]` to `items[map[old]]`, following the permutation's cycles with swaps.
+fn permute<T>(items: &mut [T], map: &[u8]) {
+    let mut to: SmallVec<[u8; 8]> = SmallVec::from_slice(map);
+    for at in 0..items.len() {
+        // The item now at `at` belongs at `to[at]`: swap it there, and take over that place's destination.
+        while to[at] as usize != at {
+            let destination = to[at] as usize;
+            items.swap(at, destination);
+            to.swap(at, destination);
         }
     }
 }
 
-/// A client's view of the state with its own identity erased: clients with equal signatures are ordered by
-/// their original index (any order is sound; equal views are where the merging happens).
-fn client_signature(scope: KeyScope, state: &State, client: u8) -> u64 {
-    let mut hasher = Signature(0);
-    state.clients[client as usize].hash(&mut hasher);
-    let blank = |op: OpRef| op.client == client;
-    let mut messages: SmallVec<[(Message, u8); 8]> = SmallVec::new();
-    for (message, count) in &state.network {
-        let mine = match message {
-            Message::Request(request) => blank(request.from),
-            Message::Response(response) => blank(response.to),
-        };
-        if mine {
-            messages.push((erase_message(scope, *message), *count));
+/// Each client's view of the state with its own identity erased, hashed: clients with equal signatures are
+/// ordered by their original index (any order is sound; equal views are where the merging happens).
+///
+/// One pass over the state for all clients: every item that names a client (a message, a job, a record, a
+/// payment, a provider charge, a first success) is hashed with its client erased and added to that client's
+/// sum for its kind. A sum is a hash of the multiset, so no item list is gathered or sorted. Items in a
+/// sequence (payments, provider charges) carry their position.
+///
+/// Arrays of `CLIENTS_MAX`, not vectors: this runs on every transition of a symmetric search.
+fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
+    const KINDS: usize = 6;
+    let (messages, jobs, records, payments, charges, firsts) = (0, 1, 2, 3, 4, 5);
+    let clients = state.clients.len();
+    let mut sums = [[0u64; KINDS]; CLIENTS_MAX];
+    let mut add = |client: u8, kind: usize, item: u64| {
+        if let Some(sum) = sums[..clients].get_mut(client as usize) {
+            sum[kind] = sum[kind].wrapping_add(item);
         }
+    };
+    for (message, count) in &state.network {
+        let client = match message {
+            Message::Request(request) => request.from.client,
+            Message::Response(response) => response.to.client,
+        };
+        add(
+            client,
+            messages,
+            item_hash((erase_message(scope, *message), *count)),
+        );
     }
-    messages.sort();
-    messages.hash(&mut hasher);
-    let mut jobs: SmallVec<[Job; 4]> = SmallVec::new();
     for proc in &state.procs {
         if let Proc::Busy(job) = proc {
-            if blank(job.request.from) {
-                jobs.push(Job {
-                    request: erase_request(scope, job.request),
-                    ..*job
-                });
-            }
+            let erased = Job {
+                request: erase_request(scope, job.request),
+                ..*job
+            };
+            add(job.request.from.client, jobs, item_hash(erased));
         }
     }
-    jobs.sort();
-    jobs.hash(&mut hasher);
     for (key, record) in &state.store.records {
-        if blank(record.op) || (scope == KeyScope::PerClient && key.scope == client) {
-            (
-                key.value,
-                record.fingerprint,
-                record.body,
-                record.op.op,
-                record.status,
-            )
-                .hash(&mut hasher);
+        let item = item_hash((
+            key.value,
+            record.fingerprint,
+            record.body,
+            record.op.op,
+            record.status,
+        ));
+        add(record.op.client, records, item);
+        // A per-client key names its client too.
+        if scope == KeyScope::PerClient && key.scope != record.op.client {
+            add(key.scope, records, item);
         }
     }
     for (index, op) in state.store.payments.iter().enumerate() {
-        if blank(*op) {
-            (index, op.op).hash(&mut hasher);
-        }
+        add(op.client, payments, item_hash((index, op.op)));
     }
-    for (op, key) in &state.store.provider_charges {
-        if blank(*op) {
-            (op.op, key.value).hash(&mut hasher);
-        }
+    for (index, (op, key)) in state.store.provider_charges.iter().enumerate() {
+        add(op.client, charges, item_hash((index, op.op, key.value)));
     }
     for (op, payload) in &state.first_success {
-        if blank(*op) {
-            (op.op, payload).hash(&mut hasher);
-        }
+        add(op.client, firsts, item_hash((op.op, payload)));
     }
+    let mut signatures = [0; CLIENTS_MAX];
+    for ((signature, client), sum) in signatures.iter_mut().zip(&state.clients).zip(&sums) {
+        let mut hasher = Signature::default();
+        client.hash(&mut hasher);
+        sum.iter().for_each(|kind| hasher.mix(*kind));
+        *signature = hasher.finish();
+    }
+    signatures
+}
+
+/// One item's hash, spread (`finish`) so that sums of items do not cancel field by field.
+#[inline(always)]
+fn item_hash(item: impl Hash) -> u64 {
+    let mut hasher = Signature::default();
+    item.hash(&mut hasher);
     hasher.finish()
 }
 
-/// The hasher of client signatures: one rotate, xor and multiply per written field. The derived `Hash`
-/// writes a byte or two at a time, and a streaming XXH64 spent more on each write's bookkeeping than
-/// on mixing (a third of a symmetric search's time). Signatures only order clients: a collision merges
-/// fewer states (the tie goes by index), never wrong ones.
-struct Signature(u64);
+/// The hasher of client signatures. The derived `Hash` writes a field at a time, mostly single bytes (ids,
+/// counters, enum tags): those are gathered eight to a word and each word is mixed with one rotate, xor and
+/// multiply. A streaming XXH64 spent more on each write's bookkeeping than on mixing (a third of a symmetric
+/// search's time), and mixing every byte made a chain of dependent multiplies. Signatures only order clients:
+/// a collision merges fewer states (the tie goes by index), never wrong ones.
+#[derive(Clone, Copy, Default)]
+struct Signature {
+    mixed: u64,
+    pending: u64,
+    pending_bytes: u32,
+}
 
 impl Signature {
     #[inline(always)]
     fn mix(&mut self, word: u64) {
         const ODD: u64 = 0x9e37_79b9_7f4a_7c15;
-        self.0 = (self.0.rotate_left(23) ^ word).wrapping_mul(ODD);
+        self.mixed = (self.mixed.rotate_left(23) ^ word).wrapping_mul(ODD);
+    }
+
+    #[inline(always)]
+    fn push_byte(&mut self, byte: u8) {
+        self.pending |= u64::from(byte) << (8 * self.pending_bytes);
+        self.pending_bytes += 1;
+        if self.pending_bytes == 8 {
+            self.mix(self.pending);
+            self.pending = 0;
+            self.pending_bytes = 0;
+        }
+    }
+
+    /// A tag or a length: one byte when it fits (they nearly always do).
+    #[inline(always)]
+    fn push_small(&mut self, value: u64) {
+        match u8::try_from(value) {
+            Ok(byte) => self.push_byte(byte),
+            Err(_) => self.mix(value),
+        }
     }
 }
 
 impl Hasher for Signature {
     fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            // The length too: "ab" and "ab\0" differ.
-            self.mix(u64::from_le_bytes(word) ^ (chunk.len() as u64) << 59);
+        for byte in bytes {
+            self.push_byte(*byte);
         }
     }
 
     #[inline(always)]
     fn write_u8(&mut self, value: u8) {
-        self.mix(u64::from(value));
+        self.push_byte(value);
     }
 
     #[inline(always)]
     fn write_u16(&mut self, value: u16) {
-        self.mix(u64::from(value));
+        let [low, high] = value.to_le_bytes();
+        self.push_byte(low);
+        self.push_byte(high);
     }
 
     #[inline(always)]
@@ -316,17 +355,20 @@ impl Hasher for Signature {
 
     #[inline(always)]
     fn write_usize(&mut self, value: usize) {
-        self.mix(value as u64);
+        self.push_small(value as u64);
     }
 
     #[inline(always)]
     fn write_isize(&mut self, value: isize) {
-        self.mix(value as u64);
+        self.push_small(value as u64);
     }
 
     fn finish(&self) -> u64 {
-        // A last multiply-shift spreads the top bits, which decide the order.
-        let x = self.0 ^ (self.0 >> 29);
+        // The pending bytes with their count ("ab" and "ab\0" differ), then a multiply-shift that spreads the
+        // top bits, which decide the order.
+        let mut last = *self;
+        last.mix(self.pending ^ (u64::from(self.pending_bytes) << 59));
+        let x = last.mixed ^ (last.mixed >> 29);
         x.wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 32)
     }
 }
@@ -410,7 +452,7 @@ impl<S: Server> WorldOf<S> {
                 client,
                 proc: (0..state.procs.len() as u8).collect(),
             };
-            *state = relabel.state(scope, state);
+            relabel.state_in_place(scope, state);
         }
         // Processes hold no identity anywhere else, and equal processes are alike: sorting them is the
         // relabelling `canonicalize` makes.
@@ -421,9 +463,12 @@ impl<S: Server> WorldOf<S> {
 /// The canonical order of the clients, as `client[old] = new`: by signature, ties by index.
 fn client_relabelling(scope: KeyScope, state: &State) -> SmallVec<[u8; 8]> {
     let clients = state.clients.len();
-    let mut client_order: SmallVec<[(u64, u8); 8]> = (0..clients as u8)
-        .map(|client| (client_signature(scope, state, client), client))
-        .collect();
+    let signatures = client_signatures(scope, state);
+    let mut client_order = [(0u64, 0u8); CLIENTS_MAX];
+    for (old, (order, signature)) in client_order.iter_mut().zip(signatures).enumerate() {
+        *order = (signature, old as u8);
+    }
+    let client_order = &mut client_order[..clients];
     client_order.sort_unstable();
     let mut client: SmallVec<[u8; 8]> = SmallVec::from_elem(0, clients);
     for (new, (_, old)) in client_order.iter().enumerate() {

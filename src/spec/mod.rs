@@ -320,7 +320,12 @@ fn clients_config(
 ) -> Result<(ClientsConfig, Vec<Body>), Located<String, String>> {
     let own =
         |(at, field, message): Located<&'static str, String>| (at, field.to_string(), message);
-    let count = positive(&raw_clients.count, "clients.count", 8).map_err(own)?;
+    let count = positive(
+        &raw_clients.count,
+        "clients.count",
+        ClientsConfig::COUNT_MAX,
+    )
+    .map_err(own)?;
     let max_attempts =
         positive(&raw_clients.max_attempts, "clients.max-attempts", 15).map_err(own)?;
     let operations_at = raw_clients.count.span().start;
