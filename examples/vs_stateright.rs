@@ -24,7 +24,9 @@ fn keep_best(best: &mut Option<(u64, Duration)>, run: (u64, Duration)) {
 }
 
 fn main() {
-    let args = support::args("models/lease-fenced.toml", 5);
+    let args = support::args("models/lease-fenced.toml", 5, false);
+    // Plain searches on both sides: the flags that would reduce one are not taken here.
+    assert!(!args.por && !args.symmetry);
     let model = &args.model;
     let threads = args.threads;
     println!(
