@@ -121,7 +121,7 @@ impl<K: Ord + Copy, V, const N: usize> SortedMap<K, V, N> {
         for (key, value) in self.entries.iter_mut() {
             rewrite(key, value);
         }
-        self.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        self.entries.sort_unstable_by_key(|entry| entry.0);
         debug_assert!(self.entries.windows(2).all(|pair| pair[0].0 < pair[1].0));
     }
 
