@@ -32,11 +32,8 @@ pub(crate) const NODES_MAX: u64 = u32::MAX as u64 - (1 << 25);
 /// thousand states, large enough that a unit's bookkeeping is noise.
 const UNIT_STATES: usize = 256;
 /// Units per round. After each round the visited set is updated, the bounds are checked and progress is
-/// reported, so this also bounds the memory held by not-yet-merged successors. Each round ends in a barrier
-/// and a short sequential merge: 64 units rather than 32 made 2-thread searches 3-10% faster (lease-fenced
-/// 2x3x1 plain, 3x2x1 with symmetry, with and without POR) for 8 MB more at the peak of the 3-client model
-/// (`peak_bytes` 141.6 -> 149.9 MB for 3,419,750 states); 128 measured no better.
-const ROUND_UNITS: usize = 64;
+/// reported, so this also bounds the memory held by not-yet-merged successors.
+const ROUND_UNITS: usize = 32;
 
 /// Everything a search accumulates.
 struct Search<M: Model> {
