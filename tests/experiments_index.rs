@@ -93,3 +93,26 @@ fn a_changed_claim_or_matrix_makes_the_index_differ() {
     std::fs::write(copy.join("verdicts.md"), changed).unwrap();
     assert_ne!(index::render(&copy).unwrap(), same);
 }
+
+#[test]
+fn the_index_is_written_only_when_its_text_changes() {
+    let scratch = tempfile::tempdir().unwrap();
+    let copy = scratch.path().join("results");
+    std::fs::create_dir_all(&copy).unwrap();
+    let matrix = std::fs::read_to_string(results().join("verdicts.md")).unwrap();
+    std::fs::write(copy.join("verdicts.md"), &matrix).unwrap();
+    let out = copy.join("aws-jitter");
+    // No index yet: written. The same inputs again: left alone.
+    assert!(index::refresh_for(&out).unwrap());
+    let first = std::fs::read_to_string(copy.join(INDEX_FILE)).unwrap();
+    assert!(!index::refresh_for(&out).unwrap());
+    // A hand-edited (stale) index is rewritten to the rendered text.
+    std::fs::write(copy.join(INDEX_FILE), "stale\n").unwrap();
+    assert!(index::refresh_for(&out).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(copy.join(INDEX_FILE)).unwrap(),
+        first
+    );
+    // Outside a results folder with a verdict matrix nothing is written.
+    assert!(!index::refresh_for(&scratch.path().join("elsewhere/x")).unwrap());
+}

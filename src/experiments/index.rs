@@ -137,23 +137,27 @@ pub fn render(results: &Path) -> Result<String, String> {
     Ok(text)
 }
 
-/// Rewrites `<results>/README.md`.
-pub fn write(results: &Path) -> Result<(), String> {
+/// Rewrites `<results>/README.md`; says whether its text changed (an unchanged index is not written).
+pub fn write(results: &Path) -> Result<bool, String> {
     let path = results.join(INDEX_FILE);
-    crate::atomic::write_atomic(&path, render(results)?.as_bytes())
-        .map_err(|e| format!("writing {}: {e}", path.display()))
+    let text = render(results)?;
+    if std::fs::read_to_string(&path).is_ok_and(|old| old == text) {
+        return Ok(false);
+    }
+    crate::atomic::write_atomic(&path, text.as_bytes())
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok(true)
 }
 
-/// Rewrites the index when `out` is a folder of a results folder that has a verdict matrix (an
-/// experiment written into `results/`); says whether it did.
+/// Refreshes the index when `out` is a folder of a results folder that has a verdict matrix (an
+/// experiment written into `results/`); says whether its text changed.
 pub fn refresh_for(out: &Path) -> Result<bool, String> {
     match out.parent() {
         Some(results)
             if results.file_name().is_some_and(|name| name == "results")
                 && results.join("verdicts.md").exists() =>
         {
-            write(results)?;
-            Ok(true)
+            write(results)
         }
         _ => Ok(false),
     }
