@@ -94,6 +94,8 @@ fn a_changed_claim_or_matrix_makes_the_index_differ() {
     assert_ne!(index::render(&copy).unwrap(), same);
 }
 
+// Inodes: Unix only.
+#[cfg(unix)]
 #[test]
 fn the_index_is_written_only_when_its_text_changes() {
     let scratch = tempfile::tempdir().unwrap();
@@ -102,17 +104,21 @@ fn the_index_is_written_only_when_its_text_changes() {
     let matrix = std::fs::read_to_string(results().join("verdicts.md")).unwrap();
     std::fs::write(copy.join("verdicts.md"), &matrix).unwrap();
     let out = copy.join("aws-jitter");
-    // No index yet: written. The same inputs again: left alone.
+    let index_path = copy.join(INDEX_FILE);
+    // An atomic write renames a new file into place: a new inode means the index was written.
+    let inode = || std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&index_path).unwrap());
+    // No index yet: written. The same inputs again: left alone, the very file kept.
     assert!(index::refresh_for(&out).unwrap());
-    let first = std::fs::read_to_string(copy.join(INDEX_FILE)).unwrap();
+    let first = std::fs::read_to_string(&index_path).unwrap();
+    let first_inode = inode();
     assert!(!index::refresh_for(&out).unwrap());
-    // A hand-edited (stale) index is rewritten to the rendered text.
-    std::fs::write(copy.join(INDEX_FILE), "stale\n").unwrap();
+    assert_eq!(inode(), first_inode, "an unchanged index was written again");
+    // A hand-edited (stale) index is rewritten to the rendered text, as a new file.
+    std::fs::write(&index_path, "stale\n").unwrap();
+    let stale_inode = inode();
     assert!(index::refresh_for(&out).unwrap());
-    assert_eq!(
-        std::fs::read_to_string(copy.join(INDEX_FILE)).unwrap(),
-        first
-    );
+    assert_eq!(std::fs::read_to_string(&index_path).unwrap(), first);
+    assert_ne!(inode(), stale_inode, "the stale index was not replaced");
     // Outside a results folder with a verdict matrix nothing is written.
     assert!(!index::refresh_for(&scratch.path().join("elsewhere/x")).unwrap());
 }
