@@ -124,6 +124,7 @@ pub(crate) fn expand_unit<M: Model>(
     let mut state = model.init_state();
     let mut next = model.init_state();
     let mut scratch = Vec::new();
+    let mut explored = Vec::with_capacity(32);
     for index in unit {
         let parent = level.first_id + index as u32;
         level.load(model, index, &mut state);
@@ -140,18 +141,23 @@ pub(crate) fn expand_unit<M: Model>(
             let goals = plan.goals(model, &state, at_rest);
             out.graph.nodes.push((parent, goals, at_rest));
         }
-        let chosen = if input.reduction.reduce && !at_rest {
-            choose(input, &state, &actions, &mut next, &mut scratch)
-        } else {
-            None
-        };
-        let explored = match chosen {
-            Some(alone) => alone..alone + 1,
-            None => 0..actions.len(),
-        };
-        out.reduced_states += u64::from(chosen.is_some());
+        let reduced = input.reduction.reduce
+            && !at_rest
+            && choose(
+                input,
+                &state,
+                &actions,
+                &mut next,
+                &mut scratch,
+                &mut explored,
+            );
+        if !reduced {
+            explored.clear();
+            explored.extend(0..actions.len());
+        }
+        out.reduced_states += u64::from(reduced);
         out.transitions += explored.len() as u64;
-        for action_index in explored {
+        for &action_index in &explored {
             let action = &actions[action_index];
             next.clone_from(&state);
             let observed = model.apply(&mut next, action);
@@ -189,34 +195,40 @@ pub(crate) fn expand_unit<M: Model>(
     by_shard(out);
 }
 
-/// Partial-order reduction: the one action to explore from `state`, if the model declares one (and, on a model
-/// that does not promise acyclicity, its successor was not visited before this round: the cycle proviso).
+/// Partial-order reduction: the actions to explore from `state` into `chosen`, if the model declares a reduced
+/// set (and, on a model that does not promise acyclicity, none of their successors was visited before this
+/// round: the cycle proviso). `false` when the state is to be expanded in full.
 fn choose<M: Model>(
     input: &UnitInput<M>,
     state: &M::State,
     actions: &[M::Action],
     next: &mut M::State,
     scratch: &mut Vec<u8>,
-) -> Option<usize> {
+    chosen: &mut Vec<usize>,
+) -> bool {
     let model = input.model;
-    let alone = por::alone(model, state, actions)?;
+    if !por::reduced_set(model, state, actions, chosen) {
+        return false;
+    }
     if input.reduction.checked {
-        por::check_declaration(model, input.plan, state, actions, alone);
+        por::check_declaration(model, input.plan, state, actions, chosen);
     }
     if input.reduction.proviso {
-        next.clone_from(state);
-        model.apply(next, &actions[alone]);
-        if input.symmetry {
-            model.canonicalize_in_place(next);
-        }
-        if input
-            .visited
-            .contains(state_fingerprint(model, next, scratch))
-        {
-            return None;
+        for &index in chosen.iter() {
+            next.clone_from(state);
+            model.apply(next, &actions[index]);
+            if input.symmetry {
+                model.canonicalize_in_place(next);
+            }
+            if input
+                .visited
+                .contains(state_fingerprint(model, next, scratch))
+            {
+                return false;
+            }
         }
     }
-    Some(alone)
+    true
 }
 
 /// The state-based `always` and `sometimes` properties on a successor.

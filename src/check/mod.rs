@@ -27,6 +27,8 @@ mod walk;
 #[cfg(test)]
 mod toys;
 #[cfg(test)]
+mod toys_persistent;
+#[cfg(test)]
 mod toys_por;
 
 pub use checker::{judge_run, replay_path, Bounds, Checker, Diverged, Progress};

@@ -90,6 +90,23 @@ pub trait Model: Sized + Sync {
         false
     }
 
+    /// Partial-order reduction, when no single action is independent of the rest: a persistent set of the
+    /// enabled `actions` of `state`, as indices into `actions` in increasing order, pushed onto `out` (left
+    /// empty to declare none). Pushing promises that along every path from `state` that takes no action of the
+    /// set, every action taken is independent of every action of the set where it is taken, and the set's
+    /// actions stay enabled with their fault status unchanged; that each of them leaves every state-judged
+    /// `always` or `sometimes` predicate as it was; that the set holds a non-fault action; and, on a model that
+    /// promises `acyclic`, that no fault of the set lies on a cycle (it spends a budget). The search uses
+    /// the set only when it is smaller than `actions`. With symmetry the answer must be symmetric, as for
+    /// `independent_of_rest`. The default declares none.
+    fn persistent_set(
+        &self,
+        _state: &Self::State,
+        _actions: &[Self::Action],
+        _out: &mut Vec<usize>,
+    ) {
+    }
+
     /// Set when `pack` and `unpack_into` are written: the frontier then holds packed states (often a fifth of
     /// their size) and a state's fingerprint is the hash of its packing. Otherwise states are cloned and
     /// fingerprinted through `Hash`.

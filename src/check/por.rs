@@ -1,41 +1,46 @@
-//! Partial-order reduction: from a state where the model declares an enabled action independent of the rest
-//! (`Model::independent_of_rest`), the breadth-first search explores that one action instead of all of them,
-//! so the orders of independent actions are not all explored. Off unless asked for (`Checker::por`); a model
-//! that declares nothing is explored in full either way.
+//! Partial-order reduction: from a state where the model declares a reduced set of its enabled actions (one
+//! action independent of the rest, `Model::independent_of_rest`, or else a persistent set,
+//! `Model::persistent_set`), the breadth-first search explores that set instead of every action, so the orders
+//! of independent actions are not all explored. Off unless asked for (`Checker::por`); a model that declares
+//! nothing is explored in full either way.
 //!
 //! # What the reduced set is
 //! At a state `s` the search explores `ample(s)`: the first enabled action `a` (in the model's order) that is
-//! not a fault and that the model declares independent of the rest, or, when there is none, every enabled
-//! action (a full expansion). `a` and `b`, both enabled in a state `t`, are *independent in `t`* when taken in
-//! either order they reach the same state, neither disables the other, and each observes the same (its
-//! `Model::Obs`) in either order. The reduction rests on these conditions:
+//! not a fault and that the model declares independent of the rest; when there is none, the model's persistent
+//! set `T` if it holds a non-fault action and is smaller than the enabled set; otherwise every enabled action
+//! (a full expansion). A single action is the set `T = {a}`. `a` and `b`, both enabled in a state `t`, are
+//! *independent in `t`* when taken in either order they reach the same state, neither disables the other, and
+//! each observes the same (its `Model::Obs`) in either order. The reduction rests on these conditions:
 //!
 //! - **C0, non-emptiness**: `ample(s)` is empty only where nothing is enabled.
-//! - **C1, persistence** (the model's declaration): along every path from `s` that does not take `a`, every
-//!   action taken is independent of `a` in the state where it is taken, `a` stays enabled, and it stays a
-//!   non-fault action.
-//! - **C2, visibility**: `a` does not change the truth of any state-judged `always` or `sometimes` predicate (also
-//!   the model's declaration). Step-judged properties (`always_unobserved`, `sometimes_observed`) need no
-//!   visibility condition, because independence keeps observations: see the argument below.
+//! - **C1, persistence** (the model's declaration): along every path from `s` that takes no action of `T`,
+//!   every action taken is independent of every action of `T` in the state where it is taken, and the actions
+//!   of `T` stay enabled, each with its fault status unchanged.
+//! - **C2, visibility**: no action of `T` changes the truth of any state-judged `always` or `sometimes`
+//!   predicate (also the model's declaration). Step-judged properties (`always_unobserved`,
+//!   `sometimes_observed`) need no visibility condition, because independence keeps observations: see the
+//!   argument below.
 //! - **C3, the cycle proviso**: every cycle of the reduced graph passes through a fully expanded state. On a
-//!   model that promises `Model::acyclic` it holds by itself: a reduced set is one non-fault action, so a cycle
-//!   of reduced states would be a cycle of non-fault actions. On any other model a state is reduced only when
-//!   its one successor was not yet in the visited set when its round began (a BFS-compatible proviso: in a
-//!   cycle, the state expanded last has its successor on the cycle already visited, so it was expanded in full).
-//! - **Key action, for rest states**: `a` is not a fault, so a reduced state is never at rest, and `a` stays
-//!   enabled on every path that avoids it (C1), so no such path ends at rest without taking `a`.
+//!   model that promises `Model::acyclic` it holds by itself: a reduced set holds non-fault actions and faults
+//!   that lie on no cycle (the contract of `persistent_set`: a fault that spends a budget), so a cycle of
+//!   reduced states would be a cycle of non-fault actions. On any other model a state is reduced only when
+//!   none of its reduced successors was in the visited set when its round began (a BFS-compatible proviso:
+//!   reduced edges then go one level deeper, so a cycle holds an edge that does not, from a state expanded in
+//!   full).
+//! - **Key action, for rest states**: `T` holds a non-fault action that stays enabled on every path that
+//!   avoids `T` (C1), so a reduced state is never at rest and no such path ends at rest without taking `T`.
 //!
 //! # Why the verdicts are kept
 //! Let `s` be a reduced-search state and `w = b1 … bn` a path of the full model from `s`. By induction on the
 //! length of `w` and, for equal lengths, on the position of `s` in the acyclic reduced graph (C3 makes the
 //! second measure well-founded), the reduced search reaches what `w` reaches:
 //! - full expansion at `s`: it takes `b1`, and the rest of `w` is shorter;
-//! - `a = bi` for some `i` (the first one): by C1, `b1 … b(i-1)` are independent of `a`, so `a b1 … b(i-1)
-//!   b(i+1) … bn` is a path too, to the same state, with each later step taken in the same state, so observing
-//!   the same; its rest after `a` is shorter;
-//! - `a` not in `w`: by C1 `a w` is a path, and `w` taken after `a` observes what it observed before
-//!   (independence keeps observations), ending in `a(t)` where `w` ended in `t`; by C2 `a(t)` satisfies the
-//!   state predicates `t` did.
+//! - `bi` in `T` for some `i` (the first such): by C1, `b1 … b(i-1)` are independent of `bi`, so `bi b1 …
+//!   b(i-1) b(i+1) … bn` is a path too, to the same state, with each later step taken in the same state, so
+//!   observing the same; its rest after `bi` is shorter;
+//! - no action of `w` in `T`: take a non-fault `a` of `T`; by C1 `a w` is a path, and `w` taken after `a`
+//!   observes what it observed before (independence keeps observations), ending in `a(t)` where `w` ended in
+//!   `t`; by C2 `a(t)` satisfies the state predicates `t` did.
 //!
 //! So every observation of every transition of the full model is made by some transition of the reduced search
 //! (the step-judged `always` and `sometimes` properties keep their verdicts), every state predicate that holds
@@ -49,14 +54,14 @@
 //!
 //! # Symmetry
 //! Combined with `Model::canonicalize`, the search runs on canonical states: the declaration must then be
-//! symmetric (an action declared independent in a state, relabelled, is declared so in the relabelled state),
-//! which makes the reduced relation symmetric and the two reductions compose.
+//! symmetric (an action declared independent in a state, relabelled, is declared so in the relabelled state,
+//! and so is a persistent set), which makes the reduced relation symmetric and the two reductions compose.
 //!
 //! # Checked mode
-//! `Por::Checked` reduces as `Por::On` does and, in every reduced state, tests the declaration against every
-//! other enabled action (the first step of C1, and C2 in the state and in each neighbour): both orders are
-//! taken and compared, and a failure panics naming the state and the pair. It cannot see a later step of a path, so it is evidence, not
-//! proof; the tests run it on every model of the catalogue.
+//! `Por::Checked` reduces as `Por::On` does and, in every reduced state, tests each action of the reduced set
+//! against every enabled action outside it (the first step of C1, and C2 in the state and in each neighbour):
+//! both orders are taken and compared, and a failure panics naming the state and the pair. It cannot see a
+//! later step of a path, so it is evidence, not proof; the tests run it on every model of the catalogue.
 
 use super::model::{enabled, Model};
 use super::plan::Plan;
@@ -77,7 +82,7 @@ pub enum Por {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Reduction {
     pub reduce: bool,
-    /// The model does not promise acyclicity: a state is reduced only when its successor is new (C3).
+    /// The model does not promise acyclicity: a state is reduced only when its reduced successors are new (C3).
     pub proviso: bool,
     pub checked: bool,
 }
@@ -105,52 +110,89 @@ pub(crate) fn alone<M: Model>(model: &M, state: &M::State, actions: &[M::Action]
     })
 }
 
-/// Checked mode: panic unless the action at `chosen` commutes with every other enabled action of `state`,
-/// keeping both observations, enabledness and its own non-fault status, and leaves the state predicates alone.
+/// The reduced set of `state` into `out` (indices into `actions`, increasing): the action `alone` picks, or
+/// else the model's persistent set when it holds a non-fault action and is smaller than `actions`. `false`,
+/// with `out` empty, when the state is to be expanded in full.
+pub(crate) fn reduced_set<M: Model>(
+    model: &M,
+    state: &M::State,
+    actions: &[M::Action],
+    out: &mut Vec<usize>,
+) -> bool {
+    out.clear();
+    if let Some(index) = alone(model, state, actions) {
+        out.push(index);
+        return true;
+    }
+    if actions.len() < 2 {
+        return false;
+    }
+    model.persistent_set(state, actions, out);
+    let useful = out.len() < actions.len()
+        && out
+            .iter()
+            .any(|&index| !model.is_fault(state, &actions[index]));
+    if !useful {
+        out.clear();
+    }
+    useful
+}
+
+/// Checked mode: panic unless every action of the reduced set `members` commutes with every enabled action
+/// outside it, keeping both observations, enabledness and its own non-fault status, and leaves the state
+/// predicates alone.
 pub(crate) fn check_declaration<M: Model>(
     model: &M,
     plan: &Plan<M>,
     state: &M::State,
     actions: &[M::Action],
-    chosen: usize,
+    members: &[usize],
 ) {
-    let a = &actions[chosen];
-    let (after_a, observed_a) = successor(model, state, a);
-    check_invisible(model, plan, a, state, &after_a);
+    let declared = if members.len() == 1 {
+        "declared independent of the rest".to_string()
+    } else {
+        let set: Vec<&M::Action> = members.iter().map(|&index| &actions[index]).collect();
+        format!("in the declared persistent set {set:?}")
+    };
     let mut listed = Vec::new();
-    for b in actions
-        .iter()
-        .enumerate()
-        .filter(|(index, _)| *index != chosen)
-        .map(|(_, b)| b)
-    {
-        let (after_b, observed_b) = successor(model, state, b);
-        let fail = |what: &str| -> ! {
-            panic!(
-                "partial-order reduction: {a:?}, declared independent of the rest, is not independent of \
-                 {b:?} in {state:?}: {what}"
-            )
-        };
-        enabled(model, &after_b, &mut listed);
-        if !listed.contains(a) {
-            fail("the other disables it");
+    for &member in members {
+        let a = &actions[member];
+        let (after_a, observed_a) = successor(model, state, a);
+        check_invisible(model, plan, a, &declared, state, &after_a);
+        for b in actions
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| !members.contains(index))
+            .map(|(_, b)| b)
+        {
+            let (after_b, observed_b) = successor(model, state, b);
+            let fail = |what: &str| -> ! {
+                panic!(
+                    "partial-order reduction: {a:?}, {declared}, is not independent of {b:?} in {state:?}: \
+                     {what}"
+                )
+            };
+            enabled(model, &after_b, &mut listed);
+            if !listed.contains(a) {
+                fail("the other disables it");
+            }
+            if model.is_fault(&after_b, a) != model.is_fault(state, a) {
+                fail("the other changes whether it is a fault");
+            }
+            enabled(model, &after_a, &mut listed);
+            if !listed.contains(b) {
+                fail("it disables the other");
+            }
+            let (after_ab, observed_ab) = successor(model, &after_a, b);
+            let (after_ba, observed_ba) = successor(model, &after_b, a);
+            if after_ab != after_ba {
+                fail("the two orders reach different states");
+            }
+            if observed_ab != observed_b || observed_ba != observed_a {
+                fail("an observation depends on the order");
+            }
+            check_invisible(model, plan, a, &declared, &after_b, &after_ba);
         }
-        if model.is_fault(&after_b, a) {
-            fail("the other makes it a fault");
-        }
-        enabled(model, &after_a, &mut listed);
-        if !listed.contains(b) {
-            fail("it disables the other");
-        }
-        let (after_ab, observed_ab) = successor(model, &after_a, b);
-        let (after_ba, observed_ba) = successor(model, &after_b, a);
-        if after_ab != after_ba {
-            fail("the two orders reach different states");
-        }
-        if observed_ab != observed_b || observed_ba != observed_a {
-            fail("an observation depends on the order");
-        }
-        check_invisible(model, plan, a, &after_b, &after_ba);
     }
 }
 
@@ -159,6 +201,7 @@ fn check_invisible<M: Model>(
     model: &M,
     plan: &Plan<M>,
     a: &M::Action,
+    declared: &str,
     before: &M::State,
     after: &M::State,
 ) {
@@ -166,8 +209,7 @@ fn check_invisible<M: Model>(
         assert_eq!(
             predicate(model, before),
             predicate(model, after),
-            "partial-order reduction: {a:?}, declared independent of the rest, changes the predicate of \
-             '{}' in {before:?}",
+            "partial-order reduction: {a:?}, {declared}, changes the predicate of '{}' in {before:?}",
             plan.properties[property].name
         );
     }

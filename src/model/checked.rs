@@ -132,6 +132,10 @@ impl<S: Server> check::Model for WorldOf<S> {
         WorldOf::independent_of_rest(self, state, action)
     }
 
+    fn persistent_set(&self, state: &State, actions: &[Action], out: &mut Vec<usize>) {
+        WorldOf::persistent_set(self, state, actions, out)
+    }
+
     fn describe_step(&self, before: &State, action: &Action, after: &State, obs: Events) -> String {
         let transition = Transition {
             before,
@@ -178,6 +182,10 @@ impl check::Model for World {
     #[inline]
     fn independent_of_rest(&self, state: &State, action: &Action) -> bool {
         dispatch!(self, world => world.independent_of_rest(state, action))
+    }
+
+    fn persistent_set(&self, state: &State, actions: &[Action], out: &mut Vec<usize>) {
+        dispatch!(self, world => world.persistent_set(state, actions, out))
     }
 
     fn describe_step(&self, before: &State, action: &Action, after: &State, obs: Events) -> String {

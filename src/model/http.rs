@@ -11,6 +11,8 @@ use crate::protocol::{
 };
 
 impl Server for Http {
+    const SERVER_STAYS_INSIDE: bool = true;
+
     fn key_for(world: &HttpWorld, client: u8, op: u8, attempt: u8) -> Key {
         let base = world.clients.operations[op as usize].key;
         let value = match world.clients.key_policy {

@@ -17,11 +17,28 @@
 //!   only), once no crash or handler error can hit it.
 //!
 //! In every case no republish may be left (a republish reads its client's latest event).
+//!
+//! When no single action qualifies, an HTTP world may still declare a persistent set (`persistent_set`): every
+//! enabled server-side action (steps, crashes, handler errors, key and lease expiries), from a state where every
+//! process is busy. What happens outside the set (sends, timeouts, response deliveries, drops and copies) never
+//! reads or writes a process, the store or the crash, error, pause and expiry budgets, so it commutes with the
+//! set but for three links, each ruled out while no server action is taken:
+//! - a delivered request needs an idle process: every process is busy, and only a server action frees one;
+//! - under a lease, a send after a 409 reads the record it waits on: no client waits out a 409, and no 409 is in
+//!   the network (only a response, a server action, makes one);
+//! - a process holding the attempt its client waits for: a crash would make the client's timeout a non-fault
+//!   (and its response would race the client's other moves), so no early timeout may be left and no response to
+//!   that client may be in the network (none can appear: the client cannot move on without one, and only the
+//!   process's response makes one).
+//!
+//! A response to an attempt its client no longer waits for goes nowhere in either order, and a client's send or
+//! timeout purges the responses to it, so a response step commutes with them.
 
 use super::action::Action;
 use super::state::{ClientPhase, JobStep, Message, OpRef, Proc, State};
 use super::step::{CRASHES, DROP_RESPONSES, DUPLICATE_RESPONSES, EARLY_TIMEOUTS, HANDLER_ERRORS};
 use super::world::{Server, WorldOf};
+use crate::protocol::status;
 
 impl<S: Server> WorldOf<S> {
     /// Whether `action` (enabled in `state`) is independent of every action that can happen before it.
@@ -47,6 +64,30 @@ impl<S: Server> WorldOf<S> {
         }
     }
 
+    /// The persistent set of the module docs, as indices into `actions` (every enabled action), when it
+    /// applies; nothing otherwise.
+    pub fn persistent_set(&self, state: &State, actions: &[Action], out: &mut Vec<usize>) {
+        if !S::SERVER_STAYS_INSIDE
+            || state.budgets[super::queue::REPUBLISHES] > 0
+            || state.procs.contains(&Proc::Idle)
+            || (self.server.lease().is_some() && waits_out_conflict(state))
+            || !current_attempts_held_safely(state)
+        {
+            return;
+        }
+        out.extend(actions.iter().enumerate().filter_map(|(index, action)| {
+            let server_side = matches!(
+                action,
+                Action::Step { .. }
+                    | Action::Crash { .. }
+                    | Action::Fail { .. }
+                    | Action::ExpireLease { .. }
+                    | Action::ExpireKey { .. }
+            );
+            server_side.then_some(index)
+        }));
+    }
+
     /// A ready client's send reads and writes only the client and adds its own new request. What could
     /// interfere: responses to the client (the send purges them; none is created while it is not waiting) and,
     /// after a 409 under a lease, the record it waits on (a claim could disable the send).
@@ -60,6 +101,37 @@ impl<S: Server> WorldOf<S> {
         );
         !waits_on_lease && !answered
     }
+}
+
+/// Whether a client waits out a 409, or a 409 is on its way to one.
+fn waits_out_conflict(state: &State) -> bool {
+    let waiting = state.clients.iter().any(|client| {
+        client.phase
+            == ClientPhase::Ready {
+                after_conflict: true,
+            }
+    });
+    waiting
+        || state.network.keys().any(|message| {
+            matches!(message, Message::Response(response) if response.code == status::CONFLICT_IN_PROGRESS)
+        })
+}
+
+/// Whether every waiting client whose current attempt a process holds can neither time out early nor be
+/// answered before that process moves.
+fn current_attempts_held_safely(state: &State) -> bool {
+    state.clients.iter().enumerate().all(|(index, client)| {
+        let client_id = index as u8;
+        let op = OpRef {
+            client: client_id,
+            op: client.op,
+        };
+        let held = client.phase == ClientPhase::Waiting && in_process(state, op, client.attempts);
+        let answered = state.network.keys().any(
+            |message| matches!(message, Message::Response(response) if response.to.client == client_id),
+        );
+        !held || (state.budgets[EARLY_TIMEOUTS] == 0 && !answered)
+    })
 }
 
 /// Whether everything of `client`'s current attempt is gone, and no response to the client is in the network.

@@ -24,6 +24,11 @@ pub trait Server: Clone + Debug + PartialEq + Eq + Send + Sync + Sized {
     /// How long an in_progress record protects its key (clients honour it as Retry-After after a 409).
     fn lease(&self) -> Lease;
 
+    /// Whether the role's handler steps, crashes and handler errors touch only processes and the store (never
+    /// a client or the network but through the shared response), so that together they may form a persistent
+    /// set (`independence.rs`). A consumer's crash puts its delivery back on the network: not the queue's.
+    const SERVER_STAYS_INSIDE: bool = false;
+
     /// How keys are scoped: symmetry relabels a per-client key along with its client.
     fn key_scope(&self) -> KeyScope;
 
