@@ -13,7 +13,6 @@ use super::state::*;
 use super::world::{Server, WorldOf};
 use crate::protocol::KeyScope;
 use smallvec::SmallVec;
-use std::hash::{Hash, Hasher};
 
 const CLIENTS_MAX: usize = ClientsConfig::COUNT_MAX as usize;
 
@@ -224,33 +223,47 @@ fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
         }
     };
     for (message, count) in &state.network {
-        let client = match message {
-            Message::Request(request) => request.from.client,
-            Message::Response(response) => response.to.client,
-        };
-        add(
-            client,
-            messages,
-            item_hash((erase_message(scope, *message), *count)),
-        );
+        let (client, word) = erased_message(scope, message, *count);
+        add(client, messages, item_hash(&[word]));
     }
     for proc in &state.procs {
         if let Proc::Busy(job) = proc {
-            let erased = Job {
-                request: erase_request(scope, job.request),
-                ..*job
-            };
-            add(job.request.from.client, jobs, item_hash(erased));
+            let request = erased_request(scope, &job.request);
+            let [token_tag, token] = option_bytes(job.token);
+            let head = word([
+                request[0], request[1], request[2], request[3], request[4], request[5], token_tag,
+                token,
+            ]);
+            add(
+                job.request.from.client,
+                jobs,
+                item_hash(&[head, word(step_bytes(job.step))]),
+            );
         }
     }
     for (key, record) in &state.store.records {
-        let item = item_hash((
+        let status = match record.status {
+            RecordStatus::InProgress {
+                token,
+                lease_expired,
+            } => [0, token, u8::from(lease_expired), 0, 0, 0, 0, 0],
+            RecordStatus::Completed { code, payload } => {
+                let [low, high] = code.to_le_bytes();
+                let [tag, value] = option_bytes(payload);
+                [1, low, high, tag, value, 0, 0, 0]
+            }
+        };
+        let head = word([
             key.value,
             record.fingerprint,
             record.body,
             record.op.op,
-            record.status,
-        ));
+            0,
+            0,
+            0,
+            0,
+        ]);
+        let item = item_hash(&[head, word(status)]);
         add(record.op.client, records, item);
         // A per-client key names its client too.
         if scope == KeyScope::PerClient && key.scope != record.op.client {
@@ -258,149 +271,190 @@ fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
         }
     }
     for (index, op) in state.store.payments.iter().enumerate() {
-        add(op.client, payments, item_hash((index, op.op)));
+        add(
+            op.client,
+            payments,
+            item_hash(&[word([index as u8, op.op, 0, 0, 0, 0, 0, 0])]),
+        );
     }
     for (index, (op, key)) in state.store.provider_charges.iter().enumerate() {
-        add(op.client, charges, item_hash((index, op.op, key.value)));
+        let item = word([index as u8, op.op, key.value, 0, 0, 0, 0, 0]);
+        add(op.client, charges, item_hash(&[item]));
     }
     for (op, payload) in &state.first_success {
-        add(op.client, firsts, item_hash((op.op, payload)));
+        let [tag, value] = option_bytes(*payload);
+        add(
+            op.client,
+            firsts,
+            item_hash(&[word([op.op, tag, value, 0, 0, 0, 0, 0])]),
+        );
     }
     let mut signatures = [0; CLIENTS_MAX];
     for ((signature, client), sum) in signatures.iter_mut().zip(&state.clients).zip(&sums) {
-        let mut hasher = Signature::default();
-        client.hash(&mut hasher);
-        sum.iter().for_each(|kind| hasher.mix(*kind));
-        *signature = hasher.finish();
+        let mut mixed = Mixer::default();
+        client_words(client, &mut mixed);
+        sum.iter().for_each(|kind| mixed.mix(*kind));
+        *signature = mixed.finish();
     }
     signatures
 }
 
-/// One item's hash, spread (`finish`) so that sums of items do not cancel field by field.
+/// Eight bytes as one word. Every item below is a fixed layout per kind (its tags fix what follows), so the
+/// zero padding keeps the encoding injective.
 #[inline(always)]
-fn item_hash(item: impl Hash) -> u64 {
-    let mut hasher = Signature::default();
-    item.hash(&mut hasher);
-    hasher.finish()
+fn word(bytes: [u8; 8]) -> u64 {
+    u64::from_le_bytes(bytes)
 }
 
-/// The hasher of client signatures. The derived `Hash` writes a field at a time, mostly single bytes (ids,
-/// counters, enum tags): those are gathered eight to a word and each word is mixed with one rotate, xor and
-/// multiply. A streaming XXH64 spent more on each write's bookkeeping than on mixing (a third of a symmetric
-/// search's time), and mixing every byte made a chain of dependent multiplies. Signatures only order clients:
-/// a collision merges fewer states (the tie goes by index), never wrong ones.
+#[inline(always)]
+fn option_bytes(value: Option<u8>) -> [u8; 2] {
+    match value {
+        None => [0, 0],
+        Some(value) => [1, value],
+    }
+}
+
+/// A request with its client erased (and, under per-client keys, the key's scope, which names the client).
+#[inline(always)]
+fn erased_request(scope: KeyScope, request: &Request) -> [u8; 6] {
+    let key_scope = match scope {
+        KeyScope::PerClient => u8::MAX,
+        KeyScope::Global => request.key.scope,
+    };
+    [
+        request.from.op,
+        request.attempt,
+        key_scope,
+        request.key.value,
+        request.body,
+        request.copy,
+    ]
+}
+
+/// A message's client, and the message with that client erased, with its count.
+#[inline(always)]
+fn erased_message(scope: KeyScope, message: &Message, count: u8) -> (u8, u64) {
+    match message {
+        Message::Request(request) => {
+            let [op, attempt, key_scope, key, body, copy] = erased_request(scope, request);
+            (
+                request.from.client,
+                word([0, op, attempt, key_scope, key, body, copy, count]),
+            )
+        }
+        Message::Response(response) => {
+            let [low, high] = response.code.to_le_bytes();
+            let [tag, value] = option_bytes(response.payload);
+            let bytes = [
+                1 | (tag << 1),
+                response.to.op,
+                response.attempt,
+                low,
+                high,
+                value,
+                count,
+                0,
+            ];
+            (response.to.client, word(bytes))
+        }
+    }
+}
+
+#[inline(always)]
+fn step_bytes(step: JobStep) -> [u8; 8] {
+    match step {
+        JobStep::Claim => [0; 8],
+        JobStep::Insert => [1, 0, 0, 0, 0, 0, 0, 0],
+        JobStep::Provider => [2, 0, 0, 0, 0, 0, 0, 0],
+        JobStep::Effect => [3, 0, 0, 0, 0, 0, 0, 0],
+        JobStep::Commit => [4, 0, 0, 0, 0, 0, 0, 0],
+        JobStep::CompleteKv { payload } => {
+            let [tag, value] = option_bytes(payload);
+            [5, tag, value, 0, 0, 0, 0, 0]
+        }
+        JobStep::Respond { code, payload } => {
+            let [low, high] = code.to_le_bytes();
+            let [tag, value] = option_bytes(payload);
+            [6, low, high, tag, value, 0, 0, 0]
+        }
+    }
+}
+
+/// A client's own fields (its index aside) into `mixed`: one word, then one per outcome.
+#[inline(always)]
+fn client_words(client: &ClientState, mixed: &mut Mixer) {
+    let phase = match client.phase {
+        ClientPhase::Ready {
+            after_conflict: false,
+        } => 0,
+        ClientPhase::Ready {
+            after_conflict: true,
+        } => 1,
+        ClientPhase::Waiting => 2,
+        ClientPhase::Done => 3,
+    };
+    let outcomes = client.outcomes.len() as u8;
+    mixed.mix(word([
+        client.op,
+        client.attempts,
+        client.charged,
+        phase,
+        client.copies,
+        outcomes,
+        0,
+        0,
+    ]));
+    for outcome in &client.outcomes {
+        let bytes = match *outcome {
+            Outcome::Pending => [0; 8],
+            Outcome::Succeeded { payload } => {
+                let [tag, value] = option_bytes(payload);
+                [1, tag, value, 0, 0, 0, 0, 0]
+            }
+            Outcome::Failed { code } => {
+                let [low, high] = code.to_le_bytes();
+                [2, low, high, 0, 0, 0, 0, 0]
+            }
+            Outcome::GaveUp => [3, 0, 0, 0, 0, 0, 0, 0],
+        };
+        mixed.mix(word(bytes));
+    }
+}
+
+/// One item's hash from its words, spread (`finish`) so that sums of items do not cancel field by field.
+#[inline(always)]
+fn item_hash(words: &[u64]) -> u64 {
+    let mut mixed = Mixer::default();
+    words.iter().for_each(|word| mixed.mix(*word));
+    mixed.finish()
+}
+
+/// The hasher of client signatures: each word (eight fields of a byte, gathered by hand) is mixed with one
+/// rotate, xor and multiply. The derived `Hash` fed a byte at a time through a `Hasher` cost a branch and a
+/// shift per field, and a streaming XXH64 more again (a third of a symmetric search's time). Signatures only
+/// order clients: a collision merges fewer states (the tie goes by index), never wrong ones.
 #[derive(Clone, Copy, Default)]
-struct Signature {
+struct Mixer {
     mixed: u64,
-    pending: u64,
-    pending_bytes: u32,
+    words: u64,
 }
 
-impl Signature {
+impl Mixer {
     #[inline(always)]
     fn mix(&mut self, word: u64) {
         const ODD: u64 = 0x9e37_79b9_7f4a_7c15;
         self.mixed = (self.mixed.rotate_left(23) ^ word).wrapping_mul(ODD);
+        self.words += 1;
     }
 
+    /// The word count mixed in last (one word and two differ even when the second is zero), then a
+    /// multiply-shift that spreads the top bits, which decide the order.
     #[inline(always)]
-    fn push_byte(&mut self, byte: u8) {
-        self.pending |= u64::from(byte) << (8 * self.pending_bytes);
-        self.pending_bytes += 1;
-        if self.pending_bytes == 8 {
-            self.mix(self.pending);
-            self.pending = 0;
-            self.pending_bytes = 0;
-        }
-    }
-
-    /// A tag or a length: one byte when it fits (they nearly always do).
-    #[inline(always)]
-    fn push_small(&mut self, value: u64) {
-        match u8::try_from(value) {
-            Ok(byte) => self.push_byte(byte),
-            Err(_) => self.mix(value),
-        }
-    }
-}
-
-impl Hasher for Signature {
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.push_byte(*byte);
-        }
-    }
-
-    #[inline(always)]
-    fn write_u8(&mut self, value: u8) {
-        self.push_byte(value);
-    }
-
-    #[inline(always)]
-    fn write_u16(&mut self, value: u16) {
-        let [low, high] = value.to_le_bytes();
-        self.push_byte(low);
-        self.push_byte(high);
-    }
-
-    #[inline(always)]
-    fn write_u32(&mut self, value: u32) {
-        self.mix(u64::from(value));
-    }
-
-    #[inline(always)]
-    fn write_u64(&mut self, value: u64) {
-        self.mix(value);
-    }
-
-    #[inline(always)]
-    fn write_usize(&mut self, value: usize) {
-        self.push_small(value as u64);
-    }
-
-    #[inline(always)]
-    fn write_isize(&mut self, value: isize) {
-        self.push_small(value as u64);
-    }
-
     fn finish(&self) -> u64 {
-        // The pending bytes with their count ("ab" and "ab\0" differ), then a multiply-shift that spreads the
-        // top bits, which decide the order.
         let mut last = *self;
-        last.mix(self.pending ^ (u64::from(self.pending_bytes) << 59));
+        last.mix(self.words << 59);
         let x = last.mixed ^ (last.mixed >> 29);
         x.wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 32)
-    }
-}
-
-fn erase_request(scope: KeyScope, request: Request) -> Request {
-    let key = match scope {
-        KeyScope::PerClient => Key {
-            scope: u8::MAX,
-            value: request.key.value,
-        },
-        KeyScope::Global => request.key,
-    };
-    Request {
-        from: OpRef {
-            client: u8::MAX,
-            op: request.from.op,
-        },
-        key,
-        ..request
-    }
-}
-
-fn erase_message(scope: KeyScope, message: Message) -> Message {
-    match message {
-        Message::Request(request) => Message::Request(erase_request(scope, request)),
-        Message::Response(response) => Message::Response(Response {
-            to: OpRef {
-                client: u8::MAX,
-                op: response.to.op,
-            },
-            ..response
-        }),
     }
 }
 
