@@ -165,7 +165,9 @@ pub fn report(rows: &[Row]) -> Result<Output, String> {
     readme.push_str(
         "\nCharts: `clients.svg`/`.png`, `attempts.svg`/`.png`, `faults.svg`/`.png`. A count marked incomplete hit \
          the `--max-states` bound and is a lower bound. The saving grows with the number of interchangeable \
-         clients (up to N! for N clients) and processes.\n",
+         clients (up to N! for N clients) and processes.\n\n\
+         Time to verdict as the lease-fenced design grows (the `scale` example, stateright side by side): \
+         `scale.md`.\n",
     );
     output.text("README.md", readme);
     Ok(output)
