@@ -112,21 +112,11 @@ impl Writer<'_> {
     }
 
     fn client(&mut self, client: &ClientState) {
-        let phase = match client.phase {
-            ClientPhase::Ready {
-                after_conflict: false,
-            } => 0,
-            ClientPhase::Ready {
-                after_conflict: true,
-            } => 1,
-            ClientPhase::Waiting => 2,
-            ClientPhase::Done => 3,
-        };
         self.put([
             client.op,
             client.attempts,
             client.charged,
-            phase,
+            client.phase.tag(),
             client.copies,
         ]);
         self.count(client.outcomes.len());
@@ -320,13 +310,7 @@ impl Reader<'_> {
         client.op = op;
         client.attempts = attempts;
         client.charged = charged;
-        client.phase = match phase {
-            0 | 1 => ClientPhase::Ready {
-                after_conflict: phase == 1,
-            },
-            2 => ClientPhase::Waiting,
-            _ => ClientPhase::Done,
-        };
+        client.phase = ClientPhase::from_tag(phase);
         client.copies = copies;
         client.outcomes.clear();
         for _ in 0..outcomes {

@@ -76,6 +76,34 @@ pub enum ClientPhase {
     Done,
 }
 
+impl ClientPhase {
+    /// The phase as one byte, for the packing and the symmetry signatures; `from_tag` inverts it.
+    #[inline(always)]
+    pub(crate) fn tag(self) -> u8 {
+        match self {
+            ClientPhase::Ready {
+                after_conflict: false,
+            } => 0,
+            ClientPhase::Ready {
+                after_conflict: true,
+            } => 1,
+            ClientPhase::Waiting => 2,
+            ClientPhase::Done => 3,
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn from_tag(tag: u8) -> ClientPhase {
+        match tag {
+            0 | 1 => ClientPhase::Ready {
+                after_conflict: tag == 1,
+            },
+            2 => ClientPhase::Waiting,
+            _ => ClientPhase::Done,
+        }
+    }
+}
+
 #[derive(Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ClientState {
     /// Index of the current operation.

@@ -383,22 +383,12 @@ fn step_bytes(step: JobStep) -> [u8; 8] {
 /// A client's own fields (its index aside) into `mixed`: one word, then one per outcome.
 #[inline(always)]
 fn client_words(client: &ClientState, mixed: &mut Mixer) {
-    let phase = match client.phase {
-        ClientPhase::Ready {
-            after_conflict: false,
-        } => 0,
-        ClientPhase::Ready {
-            after_conflict: true,
-        } => 1,
-        ClientPhase::Waiting => 2,
-        ClientPhase::Done => 3,
-    };
     let outcomes = client.outcomes.len() as u8;
     mixed.mix(word([
         client.op,
         client.attempts,
         client.charged,
-        phase,
+        client.phase.tag(),
         client.copies,
         outcomes,
         0,
@@ -436,7 +426,6 @@ fn item_hash(words: &[u64]) -> u64 {
 #[derive(Clone, Copy, Default)]
 struct Mixer {
     mixed: u64,
-    words: u64,
 }
 
 impl Mixer {
@@ -444,16 +433,13 @@ impl Mixer {
     fn mix(&mut self, word: u64) {
         const ODD: u64 = 0x9e37_79b9_7f4a_7c15;
         self.mixed = (self.mixed.rotate_left(23) ^ word).wrapping_mul(ODD);
-        self.words += 1;
     }
 
-    /// The word count mixed in last (one word and two differ even when the second is zero), then a
-    /// multiply-shift that spreads the top bits, which decide the order.
+    /// A multiply-shift that spreads the top bits, which decide the order. No word count is mixed in: every
+    /// kind of item has a fixed number of words, and a client's outcome count is in its first word.
     #[inline(always)]
     fn finish(&self) -> u64 {
-        let mut last = *self;
-        last.mix(self.words << 59);
-        let x = last.mixed ^ (last.mixed >> 29);
+        let x = self.mixed ^ (self.mixed >> 29);
         x.wrapping_mul(0xbf58_476d_1ce4_e5b9) ^ (x >> 32)
     }
 }
