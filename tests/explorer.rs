@@ -411,8 +411,11 @@ async fn read_the_report(client: &Client, index: &Path) {
         .await
         .unwrap();
     wait_step(client, 11).await; // it opens at the violation
+    assert_eq!(diagram_current(client).await, json!(["11"]));
     click(client, "step-7").await;
     wait_step(client, 7).await;
+    // The sequence diagram follows the list: step 7 highlighted there now, and only it.
+    assert_eq!(diagram_current(client).await, json!(["7"]));
     let (record, changed) = row(client, "Store", "key k1 of C1").await.unwrap();
     assert!(
         record.starts_with("in_progress, token 0, lease EXPIRED"),
@@ -423,8 +426,16 @@ async fn read_the_report(client: &Client, index: &Path) {
         value(client, "Fault budgets left", "pauses").await,
         "0 of 1 left"
     );
-    click(client, "step-11").await;
+    // A step picked in the diagram: the panels and the list follow it.
+    eval(
+        client,
+        "document.querySelector('section.diagram g.step[data-step=\"11\"]')\
+         .dispatchEvent(new MouseEvent('click', { bubbles: true }));",
+        vec![],
+    )
+    .await;
     wait_step(client, 11).await;
+    assert_eq!(diagram_current(client).await, json!(["11"]));
     check_duplicate_panels(client).await;
     screenshot(client, "explorer-report.png").await;
     // The slider, moved one step back with the keyboard: the duplicate is not there yet.
@@ -437,6 +448,17 @@ async fn read_the_report(client: &Client, index: &Path) {
     assert!(row(client, "Payments and provider charges", "payment #2")
         .await
         .is_none());
+}
+
+/// The steps the page's sequence diagram highlights, by number.
+async fn diagram_current(client: &Client) -> Value {
+    eval(
+        client,
+        "return Array.from(document.querySelectorAll('section.diagram g.step.current'))\
+         .map((group) => group.dataset.step);",
+        vec![],
+    )
+    .await
 }
 
 /// Without a browser: the panels the pages draw, straight from the library, at the step of the duplicate and

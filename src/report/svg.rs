@@ -2,7 +2,7 @@
 //! headers, one arrow or note per step with its (wrapped) text, violations in red. Integer layout only, so the
 //! output is byte-identical run after run.
 
-use super::diagram::{wrap, Diagram, Lane, Shape};
+use super::diagram::{wrap, Diagram, Item, Lane, Shape};
 use std::fmt::Write;
 
 const FONT: &str = "DejaVu Sans Mono, Menlo, Consolas, monospace";
@@ -106,50 +106,70 @@ fn note(out: &mut String, layout: &Layout, x: i64, top: i64, lines: &[String], a
     height
 }
 
+/// Draw one step (its number, arrow or note, and violation notes) from `y` down; returns where it ends.
+fn draw_item(body: &mut String, layout: &Layout, item: &Item, mut y: i64) -> i64 {
+    let lines = wrap(&item.text, WRAP_CHARS);
+    let _ = writeln!(
+        body,
+        "<text x=\"{}\" y=\"{}\" fill=\"#666\" text-anchor=\"end\">{}.</text>",
+        GUTTER_PX - 6,
+        y + LINE_PX - 3,
+        item.step
+    );
+    // The x a violation note centres on: the middle of the step's arrow, or its note's lane.
+    let anchor_x = match item.shape {
+        Shape::Arrow { from, to } if from != to => {
+            let (x_from, x_to) = (layout.x(from), layout.x(to));
+            let left = layout.fit(x_from.min(x_to) + 6, text_width_px(&lines));
+            text_block(
+                body,
+                left,
+                y,
+                &lines,
+                "fill=\"#111\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\"",
+            );
+            y += lines.len() as i64 * LINE_PX + 4;
+            let _ = writeln!(
+                body,
+                "<line x1=\"{x_from}\" y1=\"{y}\" x2=\"{x_to}\" y2=\"{y}\" stroke=\"#333\" stroke-width=\"1.5\" marker-end=\"url(#arrow)\"/>"
+            );
+            y += 6;
+            (x_from + x_to) / 2
+        }
+        Shape::Arrow { to: over, .. } | Shape::Note { over } => {
+            y += note(body, layout, layout.x(over), y, &lines, false);
+            layout.x(over)
+        }
+    };
+    for violation in &item.violations {
+        y += 4;
+        let lines = wrap(&format!("VIOLATION {violation}"), WRAP_CHARS);
+        y += note(body, layout, anchor_x, y, &lines, true);
+    }
+    y
+}
+
 /// The SVG document for `diagram`, titled `title`.
 pub fn render(diagram: &Diagram, title: &str) -> String {
     let layout = Layout::new(&diagram.lanes);
     let mut body = String::new();
     let mut y = FIRST_ROW_PX;
     for item in &diagram.items {
-        let lines = wrap(&item.text, WRAP_CHARS);
+        // Each step is a group with a band behind it, invisible here: the trace explorer's page highlights the
+        // band of the step it shows and takes a click on the group as a pick (`data-step`).
+        let top = y;
+        let mut drawn = String::new();
+        y = draw_item(&mut drawn, &layout, item, y);
         let _ = writeln!(
             body,
-            "<text x=\"{}\" y=\"{}\" fill=\"#666\" text-anchor=\"end\">{}.</text>",
-            GUTTER_PX - 6,
-            y + LINE_PX - 3,
-            item.step
+            "<g class=\"step\" data-step=\"{}\"><rect class=\"band\" x=\"0\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\"/>",
+            item.step,
+            top - ROW_GAP_PX / 2,
+            layout.width_px,
+            y - top + ROW_GAP_PX
         );
-        // The x a violation note centres on: the middle of the step's arrow, or its note's lane.
-        let anchor_x = match item.shape {
-            Shape::Arrow { from, to } if from != to => {
-                let (x_from, x_to) = (layout.x(from), layout.x(to));
-                let left = layout.fit(x_from.min(x_to) + 6, text_width_px(&lines));
-                text_block(
-                    &mut body,
-                    left,
-                    y,
-                    &lines,
-                    "fill=\"#111\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\"",
-                );
-                y += lines.len() as i64 * LINE_PX + 4;
-                let _ = writeln!(
-                    body,
-                    "<line x1=\"{x_from}\" y1=\"{y}\" x2=\"{x_to}\" y2=\"{y}\" stroke=\"#333\" stroke-width=\"1.5\" marker-end=\"url(#arrow)\"/>"
-                );
-                y += 6;
-                (x_from + x_to) / 2
-            }
-            Shape::Arrow { to: over, .. } | Shape::Note { over } => {
-                y += note(&mut body, &layout, layout.x(over), y, &lines, false);
-                layout.x(over)
-            }
-        };
-        for violation in &item.violations {
-            y += 4;
-            let lines = wrap(&format!("VIOLATION {violation}"), WRAP_CHARS);
-            y += note(&mut body, &layout, anchor_x, y, &lines, true);
-        }
+        body.push_str(&drawn);
+        body.push_str("</g>\n");
         y += ROW_GAP_PX;
     }
     let height = y + MARGIN_PX;
@@ -201,7 +221,6 @@ pub fn render(diagram: &Diagram, title: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::diagram::Item;
 
     fn sample() -> Diagram {
         Diagram {
@@ -240,6 +259,23 @@ mod tests {
         assert_eq!(svg.matches("<tspan").count(), 2 + 1 + 1);
         assert!(svg.contains("VIOLATION DUPLICATE EFFECT"));
         assert_eq!(svg.matches("marker-end").count(), 1);
+        // One group per step, in order, each with its band (which the explorer's page highlights).
+        let groups: Vec<&str> = svg
+            .match_indices("<g class=\"step\" data-step=\"")
+            .map(|(at, _)| &svg[at..])
+            .collect();
+        assert_eq!(groups.len(), 2);
+        for (index, group) in groups.iter().enumerate() {
+            let head = format!(
+                "<g class=\"step\" data-step=\"{}\"><rect class=\"band\" ",
+                index + 1
+            );
+            assert!(group.starts_with(&head), "{group}");
+        }
+        assert!(
+            groups[0].find("</g>") < groups[0].find(">2.<"),
+            "step 1's group closes before step 2"
+        );
         assert_eq!(render(&sample(), "m: p"), svg, "deterministic");
     }
 }

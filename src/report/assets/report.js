@@ -6,11 +6,20 @@ const slider = document.getElementById("slider");
 const last = data.path.steps.length;
 slider.max = String(last);
 
+// The sequence diagram's steps (none when the model draws no diagram): the shown one highlighted, each a pick.
+const diagramSteps = Array.from(document.querySelectorAll("section.diagram g.step"));
+for (const group of diagramSteps) {
+  group.addEventListener("click", () => show(Number(group.dataset.step)));
+}
+
 function show(n) {
   const current = Math.max(0, Math.min(last, n));
   slider.value = String(current);
   document.getElementById("position").textContent = "step " + current + " of " + last;
   showState(data.path, current, show);
+  for (const group of diagramSteps) {
+    group.classList.toggle("current", Number(group.dataset.step) === current);
+  }
   history.replaceState(null, "", "#step-" + current);
 }
 
