@@ -69,7 +69,8 @@ pub struct Flags {
     pub csv: Option<String>,
     /// `--chart DIR`: the chart and the table (`scale.svg`, `scale.png`, `scale.csv`) into DIR.
     pub chart: Option<String>,
-    /// `--redraw FILE`: with `--chart`, draw from a `scale.csv` written before instead of running the family.
+    /// `--redraw FILE`: read a `scale.csv` written before instead of running the family: say its ratio, and with
+    /// `--chart`, draw it.
     pub redraw: Option<String>,
     /// `--run CHECKER CLIENTS PROCESSES CRASHES`: one run in this process (the parent's child).
     pub run: Option<(String, Member)>,
@@ -194,7 +195,21 @@ pub fn csv_text(rows: &[(Member, &str, Outcome)]) -> String {
     text
 }
 
-/// On the largest member (by states) that stateright completed: its best time over retrylab's best time.
+/// A member's size, for choosing the largest: its symmetry quotient's state count, which `retrylab+symmetry` and
+/// `stateright+symmetry` both explore in full (equal whenever both complete). Counts of the other runs do not
+/// compare with it or with each other: a plain run counts every relabelled copy of a state (3x2x1 plain has
+/// 13.1 M states, 4x2x1's quotient 8.4 M although 4x2x1 contains 3x2x1), and POR leaves states out. A member no
+/// symmetric run completed has no size here (the symmetric runs are the faster ones, so stateright has not
+/// completed it either).
+fn quotient_states(rows: &[(Member, &str, Outcome)], member: Member) -> Option<u64> {
+    rows.iter()
+        .filter(|row| row.0 == member && row.1.ends_with("+symmetry") && !row.1.contains("+por"))
+        .filter(|row| row.2.verdict != Verdict::Incomplete)
+        .find_map(|row| row.2.states)
+}
+
+/// On the largest member (by its quotient's size) that stateright completed in some form: stateright's best time
+/// over retrylab's best time.
 pub fn ratio(rows: &[(Member, &str, Outcome)]) -> Option<(Member, f64)> {
     let complete = |row: &&(Member, &str, Outcome)| row.2.verdict != Verdict::Incomplete;
     let best = |member: Member, prefix: &str| {
@@ -208,10 +223,91 @@ pub fn ratio(rows: &[(Member, &str, Outcome)]) -> Option<(Member, f64)> {
         .iter()
         .filter(complete)
         .filter(|row| row.1.starts_with("stateright"))
-        .max_by_key(|row| row.2.states)?
-        .0;
+        .map(|row| row.0)
+        .max_by_key(|member| {
+            let dimensions = (member.clients, member.processes, member.crashes);
+            (quotient_states(rows, *member), dimensions)
+        })?;
     Some((
         largest,
         best(largest, "stateright")? / best(largest, "retrylab")?,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(
+        (clients, processes, crashes): (u8, u8, u8),
+        checker: &'static str,
+        states: Option<u64>,
+        seconds: f64,
+    ) -> (Member, &'static str, Outcome) {
+        let member = Member {
+            clients,
+            processes,
+            crashes,
+        };
+        let verdict = if states.is_some() {
+            Verdict::Holds
+        } else {
+            Verdict::Incomplete
+        };
+        (
+            member,
+            checker,
+            Outcome {
+                states,
+                seconds,
+                verdict,
+            },
+        )
+    }
+
+    /// 2026-12-03's run, in part: plain stateright completed 3x2x1 (13.1 M states) and only its symmetric run
+    /// completed 4x2x1 (a quotient of 8.4 M). 4x2x1 is the larger member; ranking by the raw counts picked 3x2x1.
+    #[test]
+    fn the_largest_member_is_ranked_by_its_quotient_not_by_raw_counts() {
+        let rows = [
+            row((3, 2, 1), "retrylab+symmetry", Some(1_130_350), 1.546),
+            row((3, 2, 1), "retrylab+por+symmetry", Some(514_325), 0.595),
+            row((3, 2, 1), "stateright", Some(13_125_590), 21.871),
+            row((3, 2, 1), "stateright+symmetry", Some(1_130_350), 2.498),
+            row((4, 2, 1), "retrylab+symmetry", Some(8_355_453), 16.758),
+            row((4, 2, 1), "retrylab+por+symmetry", Some(2_870_569), 3.828),
+            row((4, 2, 1), "stateright", None, 30.172),
+            row((4, 2, 1), "stateright+symmetry", Some(8_355_453), 24.730),
+        ];
+        let (member, ratio) = ratio(&rows).expect("stateright completed a member");
+        assert_eq!(member.clients, 4);
+        assert!((ratio - 24.730 / 3.828).abs() < 1e-9, "{ratio}");
+        // The twin: without 4x2x1's symmetric stateright run, 3x2x1 is the largest stateright completed.
+        let (member, ratio) = super::ratio(&rows[..7]).expect("stateright completed a member");
+        assert_eq!(member.clients, 3);
+        assert!((ratio - 2.498 / 0.595).abs() < 1e-9, "{ratio}");
+        // Size is the quotient's, not the order of the dimensions: 3x2x2's quotient (11.5 M, on 2026-12-02
+        // stateright completed it) is larger than 4x2x1's.
+        let mut more = rows.to_vec();
+        more.push(row(
+            (3, 2, 2),
+            "retrylab+symmetry",
+            Some(11_544_235),
+            20.134,
+        ));
+        more.push(row(
+            (3, 2, 2),
+            "retrylab+por+symmetry",
+            Some(5_213_736),
+            7.161,
+        ));
+        more.push(row(
+            (3, 2, 2),
+            "stateright+symmetry",
+            Some(11_544_235),
+            28.99,
+        ));
+        let (member, _) = super::ratio(&more).expect("stateright completed a member");
+        assert_eq!((member.clients, member.crashes), (3, 2));
+    }
 }

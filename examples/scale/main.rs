@@ -3,10 +3,12 @@
 //! same canonical form), on all cores. Every run is a process of its own (this program, with `--run`), killed at
 //! `--limit-s` seconds; a checker cut short on a member is not run on the members at least as large. The last
 //! line is `ratio: X`: stateright's best time to verdict over retrylab's, on the largest member stateright
-//! completes.
+//! completes (largest by its symmetry quotient's state count, the one size every member's symmetric runs agree
+//! on: `family::ratio`).
 //!
 //! `cargo run --release --example scale [-- --limit-s 60 --max-states 200000000 --threads N --csv FILE --chart DIR]`; `--chart results/state-space`
-//! draws time to verdict against size
+//! draws time to verdict against size; `--redraw FILE` reads a table written before and says its ratio again
+//! (and, with `--chart DIR`, draws it again)
 
 mod chart;
 mod family;
@@ -98,9 +100,13 @@ fn main() {
         println!("{}", family::format_outcome(&outcome));
         return;
     }
-    if let (Some(csv), Some(dir)) = (&flags.redraw, &flags.chart) {
+    if let Some(csv) = &flags.redraw {
+        // A table measured before: its chart drawn again (with `--chart`) and its ratio said again.
         let rows = chart::read_csv(csv, &CHECKERS);
-        chart::write(std::path::Path::new(dir), &CHECKERS, &rows, flags.threads);
+        if let Some(dir) = &flags.chart {
+            chart::write(std::path::Path::new(dir), &CHECKERS, &rows, flags.threads);
+        }
+        print_ratio(&rows);
         return;
     }
     println!(
@@ -142,7 +148,11 @@ fn main() {
     if let Some(dir) = &flags.chart {
         chart::write(std::path::Path::new(dir), &CHECKERS, &rows, flags.threads);
     }
-    match family::ratio(&rows) {
+    print_ratio(&rows);
+}
+
+fn print_ratio(rows: &[(Member, &str, Outcome)]) {
+    match family::ratio(rows) {
         Some((member, ratio)) => {
             println!("largest member stateright completes: {member}");
             println!("ratio: {ratio:.2}");
