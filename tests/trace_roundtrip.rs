@@ -79,3 +79,43 @@ fn a_tampered_trace_diverges_loudly() {
         None
     );
 }
+
+/// A trace of another format or version is refused at the field that is wrong, by line and column (the fuzz
+/// test found a version refused with no position at all).
+#[test]
+fn a_wrong_format_or_version_is_refused_where_it_is_written() {
+    let model = load_model(Path::new("models/select-then-insert.toml")).unwrap();
+    let report = model.world.checker().bfs();
+    let name = Property::NoDuplicateEffect.name();
+    let actions = report.counterexample(name).unwrap();
+    let steps = timeline(&model.world, actions).unwrap().steps;
+    let text = new_trace(&model, name, "bfs", None, steps).to_json();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(value["version"], serde_json::json!(1), "{text}");
+    for (field, from, to) in [
+        ("version", "\"version\": 1", "\"version\": 2561"),
+        ("format", "\"retrylab-trace\"", "\"other-trace\""),
+    ] {
+        assert!(text.contains(from), "{field}: {text}");
+        let wrong = text.replacen(from, to, 1);
+        let error = parse_trace("t.json", &wrong).unwrap_err();
+        let key = format!("\"{field}\"");
+        let (line, column) = wrong[..wrong.find(&key).unwrap()]
+            .lines()
+            .enumerate()
+            .last()
+            .map(|(index, line)| (index + 1, line.chars().count() + 1))
+            .unwrap();
+        assert_eq!(error.field, field, "{error}");
+        assert_eq!(error.line, line, "{error}");
+        // The value, not the key: past the key's quotes and colon.
+        assert!(
+            error.column > column,
+            "{error}: the key is at column {column}"
+        );
+        assert!(
+            error.to_string().starts_with(&format!("t.json:{line}:")),
+            "{error}"
+        );
+    }
+}

@@ -79,7 +79,13 @@ impl<A: Serialize + DeserializeOwned> Trace<A> {
             return Err(TraceError {
                 line: 0,
                 column: 0,
-                field: "format".to_string(),
+                // The field that is wrong; its position is the caller's to find (a parsed trace keeps none).
+                field: if trace.format != TRACE_FORMAT {
+                    "format"
+                } else {
+                    "version"
+                }
+                .to_string(),
                 message: format!(
                     "not a {TRACE_FORMAT} version {TRACE_VERSION} file (found {} version {})",
                     trace.format, trace.version

@@ -29,14 +29,22 @@ pub fn new_trace(
 
 /// Parse a trace file's text (`file` names it in errors).
 pub fn parse_trace(file: &str, text: &str) -> Result<WorldTrace, SpecError> {
-    Trace::from_json(text).map_err(|error| SpecError {
-        file: file.to_string(),
-        line: error.line,
-        // serde_json says column 0 for an error at a line's end (a raw newline inside a string): the contract is
-        // 1-based.
-        column: error.column.max(1),
-        field: error.field,
-        message: error.message,
+    Trace::from_json(text).map_err(|error| {
+        if error.line == 0 {
+            // Well-formed JSON with a wrong field (the format or its version): at that field's value, or at the
+            // file's start if it cannot be found.
+            let offset = json_locate::offset(text, &[Seg::Key(&error.field)]).unwrap_or(0);
+            return SpecError::at(file, text, offset, &error.field, &error.message);
+        }
+        SpecError {
+            file: file.to_string(),
+            line: error.line,
+            // serde_json says column 0 for an error at a line's end (a raw newline inside a string): the contract
+            // is 1-based.
+            column: error.column.max(1),
+            field: error.field,
+            message: error.message,
+        }
     })
 }
 
