@@ -84,7 +84,12 @@ fn a_tampered_trace_diverges_loudly() {
 /// test found a version refused with no position at all).
 #[test]
 fn a_wrong_format_or_version_is_refused_where_it_is_written() {
-    let model = load_model(Path::new("models/select-then-insert.toml")).unwrap();
+    let model = load_model(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("models")
+            .join("select-then-insert.toml"),
+    )
+    .unwrap();
     let report = model.world.checker().bfs();
     let name = Property::NoDuplicateEffect.name();
     let actions = report.counterexample(name).unwrap();

@@ -30,7 +30,9 @@ pub struct Trace<A> {
     pub steps: Vec<TimelineStep<A>>,
 }
 
-/// Why a trace file could not be read: 1-based line and column (0: the whole file), and the field.
+/// Why a trace file could not be read: 1-based line and column, and the field. 0 when no position is known: the
+/// JSON is well-formed but `field` is wrong (its format or version), and the caller, which has the text and a JSON
+/// locator (`spec::parse_trace`), places it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceError {
     pub line: usize,
