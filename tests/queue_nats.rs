@@ -370,7 +370,8 @@ fn the_dedup_window_grid_on_nats_agrees_with_the_simulation() {
         ..RealConfig::default()
     };
     let folder = tempfile::tempdir().unwrap();
-    let real = window::run_grid(&nats.url(), folder.path(), &config).expect("the grid runs");
+    let real = window::run_grid(&nats.url(), folder.path(), &config)
+        .unwrap_or_else(|e| panic!("the grid runs: {e}\nnats-server's log:\n{}", nats.log()));
     let rows = window::compare(&config, &real, &window::simulated(&config, 2000));
     let cell = |place: Place, ratio: f64| {
         real.iter()

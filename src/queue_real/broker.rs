@@ -15,6 +15,11 @@ use std::time::Duration;
 /// The header that carries the event id (given at the event's creation), apart from the dedup id.
 pub const EVENT_ID_HEADER: &str = "Event-Id";
 
+/// How long a JetStream API call (create a stream, a consumer's info, an ack's confirmation) may take. The
+/// client's default, 5 s, was once exceeded in CI by a grid of six cells on a loaded two-core machine ("jetstream
+/// request timed out"): a slow answer is not what these runs measure, a missing one is.
+const API_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// A current-thread runtime driven by a thread of its own, until dropped.
 struct Runtime {
     handle: tokio::runtime::Handle,
@@ -107,7 +112,9 @@ impl Broker {
         let (client, context) = runtime
             .run(async move {
                 let client = async_nats::connect(address).await.map_err(text)?;
-                Ok::<_, String>((client.clone(), jetstream::new(client)))
+                let mut context = jetstream::new(client.clone());
+                context.set_timeout(API_TIMEOUT);
+                Ok::<_, String>((client, context))
             })
             .map_err(|e| format!("connecting to {url}: {e}"))?;
         Ok(Broker {
@@ -135,10 +142,13 @@ impl Broker {
             ..Default::default()
         };
         let context = self.context.clone();
-        let consumer = self.runtime.run(async move {
-            let stream = context.create_stream(stream_config).await.map_err(text)?;
-            stream.create_consumer(consumer_config).await.map_err(text)
-        })?;
+        let consumer = self
+            .runtime
+            .run(async move {
+                let stream = context.create_stream(stream_config).await.map_err(text)?;
+                stream.create_consumer(consumer_config).await.map_err(text)
+            })
+            .map_err(|e| format!("creating stream {name} and its consumer: {e}"))?;
         Ok(Queue {
             broker: self,
             stream: name.to_string(),
@@ -164,13 +174,14 @@ impl Queue<'_> {
         let context = self.broker.context.clone();
         let subject = self.subject.clone();
         let payload = body.to_string().into();
+        let event = event_id.to_string();
         let ack = self.broker.runtime.run(async move {
             context
                 .publish_with_headers(subject, headers, payload)
                 .await
-                .map_err(text)?
+                .map_err(|e| format!("publishing {event}: {e}"))?
                 .await
-                .map_err(text)
+                .map_err(|e| format!("publishing {event}, the broker's answer: {e}"))
         })?;
         Ok(Published {
             sequence: ack.sequence,
@@ -181,16 +192,20 @@ impl Queue<'_> {
     /// The next delivery, waiting up to `wait` for one (a redelivery only comes once its ack wait is over).
     pub fn fetch(&self, wait: Duration) -> Result<Option<Received>, String> {
         let consumer = self.consumer.clone();
-        let message = self.broker.runtime.run(async move {
-            let mut batch = consumer
-                .batch()
-                .max_messages(1)
-                .expires(wait)
-                .messages()
-                .await
-                .map_err(text)?;
-            batch.next().await.transpose().map_err(text)
-        })?;
+        let message = self
+            .broker
+            .runtime
+            .run(async move {
+                let mut batch = consumer
+                    .batch()
+                    .max_messages(1)
+                    .expires(wait)
+                    .messages()
+                    .await
+                    .map_err(text)?;
+                batch.next().await.transpose().map_err(text)
+            })
+            .map_err(|e| format!("fetching a delivery: {e}"))?;
         let Some(message) = message else {
             return Ok(None);
         };
@@ -217,7 +232,7 @@ impl Queue<'_> {
         self.broker
             .runtime
             .run(async move { message.double_ack().await })
-            .map_err(text)
+            .map_err(|e| format!("acking a delivery: {e}"))
     }
 
     /// Tell the broker the delivery's consumer is still at work: its ack wait starts again (`+WPI`).
@@ -242,7 +257,7 @@ impl Queue<'_> {
             .runtime
             .run(async move { consumer.get_info().await })
             .map(|info| info.num_pending + info.num_ack_pending as u64)
-            .map_err(text)
+            .map_err(|e| format!("asking the consumer's pending count: {e}"))
     }
 
     /// Remove the stream (and its consumer).
@@ -253,7 +268,7 @@ impl Queue<'_> {
             .runtime
             .run(async move { context.delete_stream(stream).await })
             .map(drop)
-            .map_err(text)
+            .map_err(|e| format!("deleting stream {}: {e}", self.stream))
     }
 }
 

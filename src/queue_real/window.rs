@@ -89,7 +89,10 @@ pub fn run_grid(url: &str, folder: &Path, config: &RealConfig) -> Result<Vec<Rea
             .iter()
             .enumerate()
             .map(|(index, &(place, ratio))| {
-                scope.spawn(move || run_cell(url, folder, index, place, ratio, config))
+                scope.spawn(move || {
+                    run_cell(url, folder, index, place, ratio, config)
+                        .map_err(|e| format!("cell {index} ({place:?} at ratio {ratio}): {e}"))
+                })
             })
             .collect();
         handles
