@@ -1,16 +1,19 @@
 //! Checking your own protocol: a lock service with leases, and storage that may or may not check the lock's
 //! fencing token (Kleppmann, "How to do distributed locking", 2016). A client takes the lease and is paused until
 //! it expires (a fault); the other takes the lease and writes; the first wakes and writes too. Without fencing
-//! its stale write overwrites the newer one. `cargo run --example own_protocol` (exit 0: verdicts as expected).
+//! its stale write overwrites the newer one. `cargo run --example own_protocol` (exit 0: verdicts as expected);
+//! `cargo run --example own_protocol -- --explore 127.0.0.1:0` walks the unfenced design by hand in the browser.
 
 use retrylab::check::{timeline, Model, Property, Verdict};
+#[cfg(feature = "cli")]
+use retrylab::report::explore_server::{listen_address, serve, Explorer, TraceFiles};
 
 // What a step did, as bits of a `u8`. A stale write: storage accepted a write older than one it already has.
 const STALE_WRITE: u8 = 1;
 const LEASE_EXPIRED: u8 = 2;
 const STALE_REFUSED: u8 = 4;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-struct State {
+pub struct State {
     /// Per client: the fencing token it was given (0: none yet), and whether it has written.
     token: [u8; 2],
     done: [bool; 2],
@@ -21,13 +24,14 @@ struct State {
     expired: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Action {
+// Serialisable only so that walks saved from the explorer are trace files (the explorer needs no more).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Action {
     Acquire(usize),
     Write(usize),
     Expire, // a fault: the holder is paused past its lease
 }
-struct LockService {
+pub struct LockService {
     fencing: bool, // storage refuses a token older than the newest it has seen
 }
 
@@ -92,7 +96,52 @@ impl Model for LockService {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    #[cfg(feature = "cli")]
+    if let [flag, listen] = args.as_slice() {
+        if flag == "--explore" {
+            std::process::exit(explore(listen));
+        }
+    }
+    if !args.is_empty() {
+        eprintln!("usage: own_protocol [--explore 127.0.0.1:PORT]");
+        std::process::exit(2);
+    }
     std::process::exit(if verdicts_as_expected() { 0 } else { 1 });
+}
+
+/// The walk-by-hand explorer of the lock service (saved walks go to `target/retrylab/traces`).
+#[cfg(feature = "cli")]
+pub fn explorer(fencing: bool, traces: &std::path::Path) -> Explorer<LockService> {
+    let source = format!("lock service, fencing = {fencing}");
+    Explorer::new(
+        LockService { fencing },
+        "own protocol: a lock service",
+        &source,
+    )
+    .with_traces(TraceFiles {
+        model: "own_protocol".to_string(),
+        model_source: source.clone(),
+        folder: traces.to_path_buf(),
+        stem: format!("lock-service-fencing-{fencing}"),
+    })
+}
+
+#[cfg(feature = "cli")]
+fn explore(listen: &str) -> i32 {
+    let traces = std::path::Path::new("target/retrylab/traces");
+    let served = listen_address(listen).and_then(|address| {
+        serve(explorer(false, traces), address, |url| {
+            println!("listening on {url}")
+        })
+    });
+    served.map_or_else(
+        |error| {
+            eprintln!("error: {error}");
+            2
+        },
+        |()| 0,
+    )
 }
 
 pub fn verdicts_as_expected() -> bool {

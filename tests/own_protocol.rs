@@ -1,5 +1,7 @@
 //! The "check your own protocol" example gets the verdicts it expects (it also runs as
-//! `cargo run --example own_protocol`).
+//! `cargo run --example own_protocol`), and its model can be walked by hand in the explorer's server, which
+//! knows nothing of it but the `Model` trait: the page's requests are driven here over HTTP, as the page sends
+//! them.
 
 #[path = "../examples/own_protocol.rs"]
 #[allow(dead_code)] // its `main`
@@ -8,4 +10,161 @@ mod own_protocol;
 #[test]
 fn the_lock_service_example_gets_its_verdicts() {
     assert!(own_protocol::verdicts_as_expected());
+}
+
+/// The explorer's server needs the `cli` feature (axum).
+#[cfg(feature = "cli")]
+mod by_hand {
+    use super::own_protocol;
+    use serde_json::{json, Value};
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+
+    /// Serve the lock service (fenced or not) on a free loopback port; the server runs until the test ends.
+    fn start(fencing: bool, traces: &std::path::Path) -> String {
+        let explorer = own_protocol::explorer(fencing, traces);
+        let (sender, address) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let at = retrylab::report::explore_server::listen_address("127.0.0.1:0").unwrap();
+            retrylab::report::explore_server::serve(explorer, at, |url| {
+                sender.send(url.to_string()).unwrap();
+            })
+            .unwrap();
+        });
+        let url = address.recv().expect("the server listens");
+        url.trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_string()
+    }
+
+    /// One request (a fresh connection each, closed by the server): the status code and the body.
+    fn request(host: &str, method: &str, path: &str, body: &Value) -> (u16, String) {
+        let body = body.to_string();
+        let mut stream = TcpStream::connect(host).unwrap();
+        write!(
+            stream,
+            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut reply = String::new();
+        stream.read_to_string(&mut reply).unwrap();
+        let status = reply[9..12].parse().unwrap();
+        let (_, body) = reply.split_once("\r\n\r\n").unwrap();
+        (status, body.to_string())
+    }
+
+    fn post(host: &str, path: &str, body: Value) -> Value {
+        let (status, text) = request(host, "POST", path, &body);
+        assert_eq!(status, 200, "{path}: {text}");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// Take the enabled action whose text is `text` (the default `describe_step`: the action's debug form), at the end of `choices`.
+    fn take(host: &str, choices: &mut Vec<u64>, text: &str) -> Value {
+        let reply = post(host, "/api/path", json!({ "actions": choices }));
+        let offered: Vec<&str> = reply["enabled"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|choice| choice["text"].as_str().unwrap())
+            .collect();
+        let index = offered
+            .iter()
+            .position(|offer| *offer == text)
+            .unwrap_or_else(|| panic!("'{text}' is not among {offered:?}"));
+        choices.push(index as u64);
+        post(host, "/api/path", json!({ "actions": choices }))
+    }
+
+    /// The counterexample by hand: C0 takes the lease, is paused past it, C1 takes it and writes, C0 wakes and
+    /// writes. The steps' violations, as the page shows them.
+    fn stale_write_walk(host: &str) -> (Vec<u64>, Vec<Value>) {
+        let mut choices = Vec::new();
+        let mut reply = Value::Null;
+        for text in ["Acquire(0)", "Expire", "Acquire(1)", "Write(1)", "Write(0)"] {
+            reply = take(host, &mut choices, text);
+        }
+        let steps = reply["path"]["steps"].as_array().unwrap().clone();
+        (choices, steps)
+    }
+
+    #[test]
+    fn your_own_model_is_walked_by_hand_through_the_explorers_server() {
+        let traces = tempfile::tempdir().unwrap();
+        let unfenced = start(false, traces.path());
+        let (status, page) = request(&unfenced, "GET", "/", &json!(null));
+        assert_eq!(status, 200);
+        assert!(page.contains("own protocol: a lock service"));
+        assert!(
+            page.contains("<option value=\"no stale write\">"),
+            "the page offers the properties"
+        );
+
+        let (choices, steps) = stale_write_walk(&unfenced);
+        assert_eq!(steps.len(), 5);
+        let violated: Vec<&Value> = steps.iter().map(|step| &step["violated"]).collect();
+        assert_eq!(
+            violated[..4],
+            [&json!([]); 4],
+            "nothing broken before the stale write"
+        );
+        assert_eq!(violated[4], &json!(["no stale write"]));
+        // The lease expiring is the walk's one fault.
+        let faults: Vec<bool> = steps
+            .iter()
+            .map(|s| s["fault"].as_bool().unwrap())
+            .collect();
+        assert_eq!(faults, [false, true, false, false, false]);
+
+        // The twin: the same walk on the fenced design breaks nothing (the stale write is refused).
+        let fenced = start(true, traces.path());
+        let (_, fenced_steps) = stale_write_walk(&fenced);
+        assert!(fenced_steps
+            .iter()
+            .all(|step| step["violated"] == json!([])));
+
+        // A choice that is not an enabled action's index is refused at its step.
+        let (status, text) = request(
+            &unfenced,
+            "POST",
+            "/api/path",
+            &json!({ "actions": [0, 99] }),
+        );
+        assert_eq!(status, 400);
+        assert!(text.contains("step 2 is not enabled"), "{text}");
+
+        // Saved as a trace file, deciding the property it violates; opened again, it gives the same choices.
+        let saved = post(
+            &unfenced,
+            "/api/save",
+            json!({ "actions": choices, "property": "" }),
+        );
+        assert_eq!(saved["property"], "no stale write");
+        let file = traces
+            .path()
+            .join("lock-service-fencing-false.by-hand.json");
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(saved["trace"].as_str().unwrap(), text);
+        assert!(text.contains("\"found_by\": \"by-hand\""), "{text}");
+        let opened = post(&unfenced, "/api/open", json!({ "text": text }));
+        assert_eq!(opened["actions"], json!(choices));
+        // The fenced design's server refuses a trace of the other text.
+        let (status, refusal) = request(&fenced, "POST", "/api/open", &json!({ "text": text }));
+        assert_eq!(status, 400);
+        assert!(refusal.contains("another model text"), "{refusal}");
+        // An unknown property is refused with the known ones named.
+        let (status, refusal) = request(
+            &unfenced,
+            "POST",
+            "/api/save",
+            &json!({ "actions": choices, "property": "no such" }),
+        );
+        assert_eq!(status, 400);
+        assert!(
+            refusal.contains("expected one of: no stale write, every client writes"),
+            "{refusal}"
+        );
+    }
 }

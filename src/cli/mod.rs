@@ -23,7 +23,6 @@ macro_rules! outln {
 
 mod check_cmd;
 mod explore_cmd;
-mod explore_server;
 #[cfg(feature = "stack")]
 mod fault_args;
 mod json;

@@ -9,6 +9,10 @@
 //! with a fresh run (`tests/report.rs`).
 
 mod diagram;
+#[cfg(feature = "cli")]
+pub mod explore_server;
+#[cfg(feature = "cli")]
+mod explore_traces;
 mod explored;
 pub mod html;
 mod html_report;

@@ -10,7 +10,7 @@ mod trace;
 
 pub use error::{field_at, line_column, SpecError};
 pub use locate::field_offset;
-pub use trace::{new_trace, parse_trace, replay, ReplayOutcome, WorldTrace};
+pub use trace::{new_trace, parse_trace, parse_trace_of, replay, ReplayOutcome, WorldTrace};
 
 use crate::check::Verdict;
 use crate::model::{

@@ -5,6 +5,8 @@ use super::json_locate::{self, Seg};
 use super::{parse_model, Model, SpecError};
 use crate::check::{self, TimelineStep, Trace};
 use crate::model::{Action, Property};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 /// A trace of a model file's world.
 pub type WorldTrace = Trace<Action>;
@@ -29,6 +31,14 @@ pub fn new_trace(
 
 /// Parse a trace file's text (`file` names it in errors).
 pub fn parse_trace(file: &str, text: &str) -> Result<WorldTrace, SpecError> {
+    parse_trace_of(file, text)
+}
+
+/// [`parse_trace`] for any model's actions: errors placed at their line and column.
+pub fn parse_trace_of<A: Serialize + DeserializeOwned>(
+    file: &str,
+    text: &str,
+) -> Result<Trace<A>, SpecError> {
     Trace::from_json(text).map_err(|error| {
         if error.line == 0 {
             // Well-formed JSON with a wrong field (the format or its version): at that field's value, or at the
