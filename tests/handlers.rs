@@ -3,6 +3,9 @@
 //! handler code: the same effect rows and provider charges after every step, the same replies, the same
 //! duplicate at the same step. Background workers (the completer designs) run on their own connections.
 
+#[cfg(feature = "cli")]
+#[allow(dead_code)] // what only other tests use
+mod explore_support;
 #[path = "../examples/handlers/main.rs"]
 #[allow(dead_code)] // its `main` and output
 mod handlers;
@@ -31,7 +34,7 @@ impl Replay {
 }
 
 impl Visit for Replay {
-    fn design<H: Handler, W: Worker>(
+    fn design<H: Handler + Send + 'static, W: Worker + Send + 'static>(
         &mut self,
         name: &str,
         world: HandlerWorld<H, W>,
@@ -101,4 +104,52 @@ fn every_design_as_declared_and_every_counterexample_the_same_on_sqlite_and_post
     assert!(replay
         .driven
         .contains(&"completer-without-derived-key no-duplicate-effect".to_string()));
+}
+
+/// A handler design walked by hand in the explorer's server (`--example handlers -- --explore DESIGN ADDR`): the
+/// handler world's actions are not serialisable, the page names them by index. Select-then-insert's shortest
+/// duplicate, taken choice by choice as the page takes it, breaks no-duplicate-effect at its last step and not
+/// before; a choice past the enabled ones is refused.
+#[cfg(feature = "cli")]
+#[test]
+fn a_handler_design_is_walked_by_hand_in_the_explorer() {
+    use retrylab::report::explore_server::{choices_of, Explorer};
+    use serde_json::json;
+
+    struct ServeOne(Option<(String, Vec<usize>)>);
+
+    impl Visit for ServeOne {
+        fn design<H: Handler + Send + 'static, W: Worker + Send + 'static>(
+            &mut self,
+            name: &str,
+            world: HandlerWorld<H, W>,
+            _: &[(&str, Verdict)],
+            _: &[&str],
+        ) {
+            if name != "select-then-insert" {
+                return;
+            }
+            let report = world.checker().bfs();
+            let path = report.counterexample("no-duplicate-effect").expect("found");
+            let choices = choices_of(&world, path).expect("a found path runs");
+            let host = explore_support::start(Explorer::new(world, name, ""));
+            self.0 = Some((host, choices));
+        }
+    }
+
+    let mut serve = ServeOne(None);
+    handlers::catalogue(&mut serve);
+    let (host, choices) = serve.0.expect("the catalogue has select-then-insert");
+    let violated = explore_support::violated_per_step(&host, &choices);
+    assert_eq!(violated.len(), choices.len());
+    let (last, before) = violated.split_last().unwrap();
+    assert_eq!(last, &json!(["no-duplicate-effect"]));
+    assert!(before.iter().all(|step| step == &json!([])), "{violated:?}");
+    let mut past = choices.clone();
+    past.push(usize::MAX >> 1);
+    let (status, text) =
+        explore_support::request(&host, "POST", "/api/path", &json!({ "actions": past }));
+    assert_eq!(status, 400);
+    let expected = format!("step {} is not enabled", past.len());
+    assert!(text.contains(&expected), "{text}");
 }

@@ -3,6 +3,9 @@
 //! knows nothing of it but the `Model` trait: the page's requests are driven here over HTTP, as the page sends
 //! them.
 
+#[cfg(feature = "cli")]
+#[allow(dead_code)] // what only other tests use
+mod explore_support;
 #[path = "../examples/own_protocol.rs"]
 #[allow(dead_code)] // its `main`
 mod own_protocol;
@@ -15,50 +18,13 @@ fn the_lock_service_example_gets_its_verdicts() {
 /// The explorer's server needs the `cli` feature (axum).
 #[cfg(feature = "cli")]
 mod by_hand {
-    use super::own_protocol;
+    use super::{explore_support, own_protocol};
+    use explore_support::{post, request};
     use serde_json::{json, Value};
-    use std::io::{Read, Write};
-    use std::net::TcpStream;
 
-    /// Serve the lock service (fenced or not) on a free loopback port; the server runs until the test ends.
+    /// Serve the lock service (fenced or not); its `host:port`.
     fn start(fencing: bool, traces: &std::path::Path) -> String {
-        let explorer = own_protocol::explorer(fencing, traces);
-        let (sender, address) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let at = retrylab::report::explore_server::listen_address("127.0.0.1:0").unwrap();
-            retrylab::report::explore_server::serve(explorer, at, |url| {
-                sender.send(url.to_string()).unwrap();
-            })
-            .unwrap();
-        });
-        let url = address.recv().expect("the server listens");
-        url.trim_start_matches("http://")
-            .trim_end_matches('/')
-            .to_string()
-    }
-
-    /// One request (a fresh connection each, closed by the server): the status code and the body.
-    fn request(host: &str, method: &str, path: &str, body: &Value) -> (u16, String) {
-        let body = body.to_string();
-        let mut stream = TcpStream::connect(host).unwrap();
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        )
-        .unwrap();
-        let mut reply = String::new();
-        stream.read_to_string(&mut reply).unwrap();
-        let status = reply[9..12].parse().unwrap();
-        let (_, body) = reply.split_once("\r\n\r\n").unwrap();
-        (status, body.to_string())
-    }
-
-    fn post(host: &str, path: &str, body: Value) -> Value {
-        let (status, text) = request(host, "POST", path, &body);
-        assert_eq!(status, 200, "{path}: {text}");
-        serde_json::from_str(&text).unwrap()
+        explore_support::start(own_protocol::explorer(fencing, traces))
     }
 
     /// Take the enabled action whose text is `text` (the default `describe_step`: the action's debug form), at the end of `choices`.

@@ -1,7 +1,9 @@
 //! The catalogue as handlers: each design written once as async Rust over the store interface, checked in a
 //! world of retrying clients, a lossy network and crashing, pausing processes (and, for the completer designs,
 //! a background worker), with the verdicts it declares.
-//! `cargo run --release --example handlers [-- --json]` (exit 0: every design as declared).
+//! `cargo run --release --example handlers [-- --json]` (exit 0: every design as declared);
+//! `-- --explore DESIGN 127.0.0.1:0` walks one design by hand in the browser (its handler's steps, the store's
+//! rows, the clients and the network at each step).
 
 // Paths spelled out so that tests/handlers.rs can include this file as a module and reach the same designs.
 #[path = "article.rs"]
@@ -68,7 +70,7 @@ pub fn select_then_insert_handler() -> select_then_insert::SelectThenInsert {
 
 /// What is done with each design of the catalogue.
 pub trait Visit {
-    fn design<H: Handler, W: Worker>(
+    fn design<H: Handler + Send + 'static, W: Worker + Send + 'static>(
         &mut self,
         name: &str,
         world: HandlerWorld<H, W>,
@@ -89,7 +91,7 @@ pub fn expected(declared: &[(&str, Verdict)], reached: &[&str]) -> Expected {
 struct Lines(Vec<Line>);
 
 impl Visit for Lines {
-    fn design<H: Handler, W: Worker>(
+    fn design<H: Handler + Send + 'static, W: Worker + Send + 'static>(
         &mut self,
         name: &str,
         world: HandlerWorld<H, W>,
@@ -161,7 +163,83 @@ fn check<H: Handler, W: Worker>(
     }
 }
 
+/// Serves the design named `name` for walking by hand (`serve` returns only if the server fails).
+#[cfg(feature = "cli")]
+struct Explore {
+    name: String,
+    listen: std::net::SocketAddr,
+    names: Vec<String>,
+    served: Option<Result<(), String>>,
+}
+
+#[cfg(feature = "cli")]
+impl Visit for Explore {
+    fn design<H: Handler + Send + 'static, W: Worker + Send + 'static>(
+        &mut self,
+        name: &str,
+        world: HandlerWorld<H, W>,
+        _declared: &[(&str, Verdict)],
+        _reached: &[&str],
+    ) {
+        use retrylab::report::explore_server::{serve, Explorer};
+        self.names.push(name.to_string());
+        if name != self.name || self.served.is_some() {
+            return;
+        }
+        let title = format!("retrylab handlers: {name}");
+        let subtitle =
+            "the design's handler, run step by step among retrying clients, a lossy network and \
+                        crashing processes";
+        let explorer = Explorer::new(world, &title, subtitle);
+        self.served = Some(serve(explorer, self.listen, |url| {
+            println!("listening on {url}")
+        }));
+    }
+}
+
+/// `--explore DESIGN ADDR`: the exit code.
+#[cfg(feature = "cli")]
+fn explore(name: &str, listen: &str) -> i32 {
+    let listen = match retrylab::report::explore_server::listen_address(listen) {
+        Ok(listen) => listen,
+        Err(error) => {
+            eprintln!("error: --explore {name} {listen}: {error}");
+            return 2;
+        }
+    };
+    let mut explore = Explore {
+        name: name.to_string(),
+        listen,
+        names: Vec::new(),
+        served: None,
+    };
+    catalogue(&mut explore);
+    match explore.served {
+        Some(Ok(())) => 0,
+        Some(Err(error)) => {
+            eprintln!("error: {error}");
+            2
+        }
+        None => {
+            eprintln!(
+                "error: --explore: no design '{name}', expected one of: {}",
+                explore.names.join(", ")
+            );
+            2
+        }
+    }
+}
+
 fn main() {
+    #[cfg(feature = "cli")]
+    {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        if let [flag, name, listen] = args.as_slice() {
+            if flag == "--explore" {
+                std::process::exit(explore(name, listen));
+            }
+        }
+    }
     let json = std::env::args().any(|arg| arg == "--json");
     let mut lines = Lines(Vec::new());
     catalogue(&mut lines);

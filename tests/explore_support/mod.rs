@@ -1,0 +1,57 @@
+//! Driving the explorer's server (`report::explore_server`) as its page does: a server on a free loopback port
+//! in a thread of its own (it runs until the test process ends), and plain HTTP/1.1 requests.
+
+use retrylab::check::Model;
+use retrylab::report::explore_server::{listen_address, serve, Explorer};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+/// Serve `explorer`; its `host:port`.
+pub fn start<M: Model + Send + 'static>(explorer: Explorer<M>) -> String {
+    let (sender, address) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let at = listen_address("127.0.0.1:0").unwrap();
+        serve(explorer, at, |url| sender.send(url.to_string()).unwrap()).unwrap();
+    });
+    let url = address.recv().expect("the server listens");
+    url.trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string()
+}
+
+/// One request (a fresh connection each, closed by the server): the status code and the body.
+pub fn request(host: &str, method: &str, path: &str, body: &Value) -> (u16, String) {
+    let body = body.to_string();
+    let mut stream = TcpStream::connect(host).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    let status = reply[9..12].parse().unwrap();
+    let (_, body) = reply.split_once("\r\n\r\n").unwrap();
+    (status, body.to_string())
+}
+
+/// A POST that must succeed: its JSON reply.
+pub fn post(host: &str, path: &str, body: Value) -> Value {
+    let (status, text) = request(host, "POST", path, &body);
+    assert_eq!(status, 200, "{path}: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// What `/api/path` says of a path given as choices: each step's violated properties.
+pub fn violated_per_step(host: &str, choices: &[usize]) -> Vec<Value> {
+    let reply = post(host, "/api/path", serde_json::json!({ "actions": choices }));
+    reply["path"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|step| step["violated"].clone())
+        .collect()
+}
