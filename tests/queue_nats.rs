@@ -386,8 +386,20 @@ fn the_dedup_window_grid_on_nats_agrees_with_the_simulation() {
             config.events_per_cell
         );
     }
-    // Inside the window the broker stores no copy; after it, every one.
-    assert_eq!(cell(Place::BrokerWindow, 0.2).copies_forwarded, 0);
+    // Inside the window the broker stores no copy; after it, every one. Inside is measured, not drawn: a copy
+    // counts when its publish was answered within the window from its original's (a stalled machine can push a
+    // copy drawn inside past it; CI once stalled a broker call for over 5 s). Most must be inside, or the cell
+    // tells nothing.
+    let early = cell(Place::BrokerWindow, 0.2);
+    assert!(
+        early.copies_inside_window * 2 >= config.events_per_cell,
+        "{early:?}"
+    );
+    assert!(
+        early.copies_forwarded <= config.events_per_cell - early.copies_inside_window,
+        "a copy inside the window was stored: {early:?}"
+    );
+    assert_eq!(cell(Place::BrokerWindow, 3.0).copies_inside_window, 0);
     assert_eq!(
         cell(Place::BrokerWindow, 3.0).copies_forwarded,
         config.events_per_cell
@@ -396,7 +408,13 @@ fn the_dedup_window_grid_on_nats_agrees_with_the_simulation() {
         cell(Place::BrokerWindow, 3.0).duplicates,
         config.events_per_cell
     );
+    // The simulation draws no stall: a cell whose early copies were not all inside is not its twin.
+    let stalled = early.copies_inside_window < config.events_per_cell;
     for row in &rows {
+        if stalled && row.place == Place::BrokerWindow.name() && row.delay_over_window < 1.0 {
+            eprintln!("not compared (copies pushed out of the window by a stall): {row:?}");
+            continue;
+        }
         assert!(row.agrees, "{row:?}");
     }
 }

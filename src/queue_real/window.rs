@@ -74,6 +74,9 @@ pub struct RealCell {
     pub duplicates: u32,
     /// Copies the broker stored as new messages.
     pub copies_forwarded: u32,
+    /// Copies whose publish was answered before `window` had passed since their original's publish began: the
+    /// broker certainly had both inside one window, whatever the machine's stalls did to the drawn delays.
+    pub copies_inside_window: u32,
 }
 
 /// Every cell (place-major, then ratio), run in parallel against the server at `url`, databases in `folder`.
@@ -156,8 +159,13 @@ fn handle(
     }
 }
 
-/// When each event's copy is due, and which event and copy each stream sequence holds.
-type Plan = (Vec<(Duration, u32)>, BTreeMap<u64, (u32, u64)>);
+/// When each event's copy is due, which event and copy each stream sequence holds, and when each event's
+/// original publish began.
+struct Plan {
+    republish_at: Vec<(Duration, u32)>,
+    copy_of: BTreeMap<u64, (u32, u64)>,
+    published_from: Vec<Duration>,
+}
 
 /// Every event now; its copy after its drawn delay (the simulation's first draw of the run), counted from the
 /// event's own publish (its id's window started then).
@@ -171,9 +179,11 @@ fn publish_originals(
 ) -> Result<Plan, String> {
     let mut republish_at = Vec::new();
     let mut copy_of = BTreeMap::new();
+    let mut published_from = Vec::new();
     for event in 0..config.events_per_cell {
         let id = format!("ev-{event}");
         let message_id = (producer_dedup == ProducerDedup::Window).then_some(id.as_str());
+        published_from.push(started.elapsed());
         let published = queue.publish(&id, message_id, "{}")?;
         let published_at = started.elapsed();
         copy_of.insert(published.sequence, (event, 0u64));
@@ -181,7 +191,11 @@ fn publish_originals(
         republish_at.push((published_at + config.window.mul_f64(ratio * jitter), event));
     }
     republish_at.sort_by_key(|at| at.0);
-    Ok((republish_at, copy_of))
+    Ok(Plan {
+        republish_at,
+        copy_of,
+        published_from,
+    })
 }
 
 /// Events with two effects or more.
@@ -222,10 +236,14 @@ fn run_cell(
     let events = config.events_per_cell;
     let stream_of = |event: u32| (index as u64 * u64::from(events) + u64::from(event)) * 64;
     let started = Instant::now();
-    let (republish_at, mut copy_of) =
-        publish_originals(&queue, config, ratio, producer_dedup, stream_of, started)?;
+    let Plan {
+        republish_at,
+        mut copy_of,
+        published_from,
+    } = publish_originals(&queue, config, ratio, producer_dedup, stream_of, started)?;
     let mut next_republish = 0;
     let mut copies_forwarded = 0;
+    let mut copies_inside_window = 0;
     let mut last_activity = Instant::now();
     let quiet = config.ack_wait * 2 + Duration::from_millis(300);
     let give_up = quiet + config.ack_wait * config.max_receives + Duration::from_secs(5);
@@ -242,6 +260,9 @@ fn run_cell(
             let id = format!("ev-{event}");
             let message_id = (producer_dedup == ProducerDedup::Window).then_some(id.as_str());
             let published = queue.publish(&id, message_id, "{}")?;
+            if started.elapsed() < published_from[event as usize] + config.window {
+                copies_inside_window += 1;
+            }
             if !published.duplicate {
                 copies_forwarded += 1;
                 copy_of.insert(published.sequence, (event, 1));
@@ -283,6 +304,7 @@ fn run_cell(
         events,
         duplicates,
         copies_forwarded,
+        copies_inside_window,
     })
 }
 
