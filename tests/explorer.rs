@@ -6,7 +6,13 @@
 //! the panels of chosen steps.
 //!
 //! Without Chromium it prints one "skipped" line; under `RETRYLAB_REQUIRE_SERVERS=1` a missing browser fails.
-//! `RETRYLAB_SCREENSHOTS=DIR` also writes both pages' screenshots there (how `results/verdicts/*.png` are made).
+//! The same page serves a handler design through the library (`report::explore_server`): its shortest duplicate
+//! is clicked through the same way.
+//!
+//! `RETRYLAB_SCREENSHOTS=DIR` also writes the pages' screenshots there (how `results/verdicts/*.png` are made).
+
+#[allow(dead_code)] // what only other tests use
+mod explore_support;
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use retrylab::check::Model as _;
@@ -581,4 +587,49 @@ fn the_html_report_is_self_contained_and_drops_stale_pages() {
                 && text.contains("<svg ")
         );
     }
+}
+
+/// A handler design in the same page, served by the library (`report::explore_server`; the handler world's
+/// actions are not serialisable, so the page sends each step as an index): select-then-insert's shortest duplicate,
+/// clicked step by step, shows no-duplicate-effect violated at its last step and not before, and the page hides
+/// save and open (served without a trace store).
+#[tokio::test(flavor = "current_thread")]
+async fn a_handler_design_is_walked_by_hand_in_a_real_browser() {
+    use retrylab::handler::designs::select_then_insert::SelectThenInsert;
+    use retrylab::handler::{HandlerFaults, HandlerWorld};
+    use retrylab::report::explore_server::{choices_of, Explorer};
+    if !browser_installed() {
+        return;
+    }
+    let faults = HandlerFaults {
+        early_timeouts: 1,
+        ..HandlerFaults::default()
+    };
+    let world = HandlerWorld::new(SelectThenInsert, 1, "{\"amount\":500,\"currency\":\"RUB\"}")
+        .processes(2)
+        .faults(faults);
+    let report = world.checker().bfs();
+    let path = report.counterexample("no-duplicate-effect").expect("found");
+    let choices = choices_of(&world, path).expect("a found path runs");
+    let title = "retrylab handlers: select-then-insert";
+    let host = explore_support::start(Explorer::new(world, title, "walked by hand"));
+    let (_driver, port) = start_chromedriver();
+    let client = connect(port).await;
+    client.goto(&format!("http://{host}/")).await.unwrap();
+    wait_step(&client, 0).await;
+    let hidden = "return document.getElementById('traces').hidden;";
+    assert_eq!(eval(&client, hidden, vec![]).await, json!(true));
+    let last = choices.len();
+    for (index, choice) in choices.iter().enumerate() {
+        click(&client, &format!("action-{choice}")).await;
+        wait_step(&client, index + 1).await;
+        let duplicate = value(&client, "Properties", "no-duplicate-effect").await;
+        let expected = match index + 1 == last {
+            true => format!("VIOLATED at step {last}"),
+            false => "not violated so far".to_string(),
+        };
+        assert_eq!(duplicate, expected, "after step {}", index + 1);
+    }
+    screenshot(&client, "explorer-handler.png").await;
+    client.close().await.expect("the session closes");
 }

@@ -140,6 +140,9 @@ fn a_handler_design_is_walked_by_hand_in_the_explorer() {
     let mut serve = ServeOne(None);
     handlers::catalogue(&mut serve);
     let (host, choices) = serve.0.expect("the catalogue has select-then-insert");
+    // Served without a trace store: the page hides its save and open controls.
+    let (_, page) = explore_support::request(&host, "GET", "/", &json!(null));
+    assert!(page.contains("<div id=\"traces\" hidden>"), "{page}");
     let violated = explore_support::violated_per_step(&host, &choices);
     assert_eq!(violated.len(), choices.len());
     let (last, before) = violated.split_last().unwrap();

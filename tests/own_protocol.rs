@@ -63,6 +63,7 @@ mod by_hand {
         let (status, page) = request(&unfenced, "GET", "/", &json!(null));
         assert_eq!(status, 200);
         assert!(page.contains("own protocol: a lock service"));
+        assert!(page.contains("<div id=\"traces\">"), "save and open shown");
         assert!(
             page.contains("<option value=\"no stale write\">"),
             "the page offers the properties"

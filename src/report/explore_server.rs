@@ -200,12 +200,14 @@ async fn page<M: Model>(State(explorer): State<Arc<Explorer<M>>>) -> Html<String
     let names = explorer
         .traces
         .as_ref()
-        .map_or_else(Vec::new, |traces| traces.properties(&explorer.model));
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        .map(|traces| traces.properties(&explorer.model));
+    let names: Option<Vec<&str>> = names
+        .as_ref()
+        .map(|names| names.iter().map(String::as_str).collect());
     Html(html::explore_page(
         &explorer.title,
         &explorer.subtitle,
-        &names,
+        names.as_deref(),
     ))
 }
 

@@ -64,22 +64,25 @@ pub fn trace_page<M: Model>(
 }
 
 /// The page `retrylab explore` serves: the explorer with the enabled actions, back, restart, save and open.
-/// `properties` are the names a saved trace may decide (the first the path violates unless one is chosen).
-pub fn explore_page(title: &str, subtitle: &str, properties: &[&str]) -> String {
+/// `properties` are the names a saved trace may decide (the first the path violates unless one is chosen);
+/// `None`: the server keeps no traces, and the save and open controls are hidden.
+pub fn explore_page(title: &str, subtitle: &str, properties: Option<&[&str]>) -> String {
     let options: String = properties
+        .unwrap_or_default()
         .iter()
         .map(|name| format!("<option value=\"{0}\">{0}</option>", escape(name)))
         .collect();
+    let hidden = if properties.is_some() { "" } else { " hidden" };
     let body = format!(
         "<main>\n<div>\n<div class=\"controls\"><button id=\"back\">Back</button>\
          <button id=\"restart\">Restart</button><span id=\"position\" class=\"note\"></span></div>\n\
          <ol class=\"steps\" id=\"steps\"></ol>\n<h4>Enabled actions (click one to take it)</h4>\
-         <div id=\"actions\"></div>\n<h4>Save or open a trace</h4><div class=\"controls\">\
+         <div id=\"actions\"></div>\n<div id=\"traces\"{hidden}><h4>Save or open a trace</h4><div class=\"controls\">\
          <select id=\"property\" aria-label=\"property\"><option value=\"\">the first property the path \
          violates</option>{options}</select><button id=\"save\">Save trace</button></div>\
          <p class=\"note\" id=\"saved\"></p><p class=\"note\"><a id=\"download\"></a></p>\
          <p class=\"note\">Open a saved trace of this model and continue it: \
-         <input type=\"file\" id=\"open\" accept=\".json,application/json\"></p>\
+         <input type=\"file\" id=\"open\" accept=\".json,application/json\"></p></div>\
          <p class=\"error\" id=\"error\"></p>\n</div>\n\
          <div><h2 class=\"now\" id=\"now\"></h2><div id=\"panels\"></div></div>\n</main>\n\
          <script>{SHARED_JS}\n{EXPLORE_JS}</script>\n"
@@ -117,8 +120,10 @@ mod tests {
 
     #[test]
     fn pages_need_no_network() {
-        let page = explore_page("t <x>", "s", &["p"]);
+        let page = explore_page("t <x>", "s", Some(&["p"]));
         assert!(page.contains("<title>t &lt;x&gt;</title>"));
+        assert!(page.contains("<div id=\"traces\">"));
+        assert!(explore_page("t", "s", None).contains("<div id=\"traces\" hidden>"));
         for remote in ["http://", "https://", "src=\"//"] {
             assert!(!page.contains(remote), "{remote} in the explore page");
         }
