@@ -246,7 +246,9 @@ fn run_cell(
     let mut copies_inside_window = 0;
     let mut last_activity = Instant::now();
     let quiet = config.ack_wait * 2 + Duration::from_millis(300);
-    let give_up = quiet + config.ack_wait * config.max_receives + Duration::from_secs(5);
+    // Only a broker that never reports its consumer idle needs this: 30 s past every receive's ack wait, since a
+    // stalled machine has held one broker call past 5 s.
+    let give_up = quiet + config.ack_wait * config.max_receives + Duration::from_secs(30);
     let before_effect_rows = inbox
         .commits()
         .iter()
