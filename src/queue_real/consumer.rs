@@ -230,15 +230,26 @@ impl<S: Store> Consumer<S> {
 }
 
 /// A consumer process's loop in production: fetch a delivery, handle it on a fresh connection, ack it; until no
-/// delivery comes within `wait`. The replies, in order (200: absorbed by the inbox, 201: processed).
+/// delivery comes within `wait` and the broker has nothing left for the consumer (a slow broker's empty fetch is
+/// not the end of the queue), or nothing has come for `DRAIN_MAX`. The replies, in order (200: absorbed by the
+/// inbox, 201: processed).
 pub fn consume<S: Store>(
     queue: &super::broker::Queue<'_>,
     design: ConsumerDesign,
     mut connect: impl FnMut() -> StoreResult<S>,
     wait: std::time::Duration,
 ) -> Result<Vec<Reply>, String> {
+    const DRAIN_MAX: std::time::Duration = std::time::Duration::from_secs(30);
     let mut replies = Vec::new();
-    while let Some(received) = queue.fetch(wait)? {
+    let mut last_delivery = std::time::Instant::now();
+    loop {
+        let Some(received) = queue.fetch(wait)? else {
+            if queue.outstanding()? == 0 || last_delivery.elapsed() > DRAIN_MAX {
+                return Ok(replies);
+            }
+            continue;
+        };
+        last_delivery = std::time::Instant::now();
         let store = connect().map_err(|e| e.to_string())?;
         let reply = Consumer::new(store, design, received.delivery.clone())
             .run()
@@ -246,5 +257,4 @@ pub fn consume<S: Store>(
         queue.ack(&received.message)?;
         replies.push(reply);
     }
-    Ok(replies)
 }
