@@ -521,10 +521,13 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
                     Some((from, attempt)) => format!("{} attempt {attempt}", op(from.ghost())),
                     None => format!("worker run, for {}", op(job.task.ghost())),
                 };
+                let next = match job.next() {
+                    super::Next::Call(call) => call.text(),
+                    super::Next::Reply(reply) => format!("answer {} {}", reply.status, reply.body),
+                };
                 format!(
-                    "{task}, {} calls answered{open}; next: {:?}",
+                    "{task}, {} calls answered{open}; next: {next}",
                     job.answered().len(),
-                    job.next()
                 )
             });
             let name = if self.is_worker(n as u8) {

@@ -92,7 +92,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             .expect("a busy process");
         let name = self.proc_name(proc);
         match (job.next(), job.task.serving()) {
-            (Next::Call(call), _) => format!("{name} {} {call:?}", call.name()),
+            (Next::Call(call), _) => format!("{name} {}", call.text()),
             (Next::Reply(reply), Some((from, attempt))) => format!(
                 "{name} answers {} {} for {} attempt {attempt}",
                 reply.status,
