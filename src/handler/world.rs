@@ -508,7 +508,19 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
                 )
             }));
         let network = (state.network.iter()).map(|(message, copies)| {
-            Row::new(format!("{message:?}"), format!("{copies} copy(ies)"))
+            // Attempts named in both directions: each message its own row.
+            let label = match message {
+                Message::Request { from, attempt } => {
+                    format!("request {} attempt {attempt}", op(from.ghost()))
+                }
+                Message::Response { to, attempt, reply } => format!(
+                    "response {} {} to {} attempt {attempt}",
+                    reply.status,
+                    reply.body,
+                    op(to.ghost())
+                ),
+            };
+            Row::new(label, format!("{copies} copy(ies)"))
         });
         let procs = state.procs.iter().enumerate().map(|(n, job)| {
             let text = job.as_ref().map_or("idle".to_string(), |job| {
