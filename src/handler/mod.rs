@@ -28,6 +28,7 @@ mod world_assert;
 mod world_describe;
 mod world_records;
 mod world_step;
+mod world_view;
 
 pub use api::{
     Activation, Clock, Handler, NoWorker, Reply, Request, SetMode, Store, StoreError, StoreResult,

@@ -1,0 +1,162 @@
+//! The handler world's state as the trace explorer's panels: committed rows, effects, key-value entries, charges,
+//! then the moving parts (network, processes, clients, budgets).
+
+use super::api::{Handler, Worker};
+use super::world::*;
+use crate::check;
+
+impl<H: Handler, W: Worker> HandlerWorld<H, W> {
+    /// The explorer's panels: committed rows, effects, key-value entries, charges, then the moving parts.
+    pub(super) fn panels(&self, state: &HandlerState) -> check::StateView {
+        use check::Row;
+        let op = |ghost: u16| format!("C{}.op{}", ghost / 16 + 1, ghost % 16 + 1);
+        let store = &state.store;
+        let mut rows: Vec<Row> = (store.rows.iter())
+            .map(|((table, key), (value, ghost))| {
+                Row::new(
+                    format!("{table}[{key}]"),
+                    format!("{value} (for {})", op(*ghost)),
+                )
+            })
+            .collect();
+        rows.extend(store.kv.iter().map(|(key, (value, expiry))| {
+            Row::new(
+                format!("kv {key}"),
+                match expiry {
+                    Some(at_ms) => format!("{value} (expires at {at_ms} ms)"),
+                    None => format!("{value} (no expiry)"),
+                },
+            )
+        }));
+        let lock = store
+            .writer
+            .map_or("free".to_string(), |proc| format!("held by P{}", proc + 1));
+        rows.push(Row::new(
+            "clock",
+            format!("{} ms, write lock {lock}", store.now_ms),
+        ));
+        let effects = (store.effects.iter().enumerate())
+            .map(|(n, (table, value, ghost))| {
+                Row::new(
+                    format!("{table} #{}", n + 1),
+                    format!("{value}, for {}", op(*ghost)),
+                )
+            })
+            .chain(store.charges.iter().enumerate().map(|(n, (key, ghost))| {
+                Row::new(
+                    format!("provider charge #{}", n + 1),
+                    match key {
+                        Some(key) => format!("for {}, idempotency key {key}", op(*ghost)),
+                        None => format!("for {}, no idempotency key", op(*ghost)),
+                    },
+                )
+            }));
+        let network = (state.network.iter()).map(|(message, copies)| {
+            // Attempts named in both directions: each message its own row.
+            let label = match message {
+                Message::Request { from, attempt } => {
+                    format!("request {} attempt {attempt}", op(from.ghost()))
+                }
+                Message::Response { to, attempt, reply } => format!(
+                    "response {} {} to {} attempt {attempt}",
+                    reply.status,
+                    reply.body,
+                    op(to.ghost())
+                ),
+            };
+            Row::new(label, format!("{copies} copy(ies)"))
+        });
+        let procs = state.procs.iter().enumerate().map(|(n, job)| {
+            let text = job.as_ref().map_or("idle".to_string(), |job| {
+                let open = if job.txn.is_some() {
+                    ", transaction open"
+                } else {
+                    ""
+                };
+                let task = match job.task.serving() {
+                    Some((from, attempt)) => format!("{} attempt {attempt}", op(from.ghost())),
+                    None => format!("worker run, for {}", op(job.task.ghost())),
+                };
+                let next = match job.next() {
+                    super::Next::Call(call) => call.text(),
+                    super::Next::Reply(reply) => format!("answer {} {}", reply.status, reply.body),
+                };
+                format!(
+                    "{task}, {} calls answered{open}; next: {next}",
+                    job.answered().len(),
+                )
+            });
+            let name = if self.is_worker(n as u8) {
+                format!("W{}", n as u8 - self.processes + 1)
+            } else {
+                format!("P{}", n + 1)
+            };
+            Row::new(name, text)
+        });
+        let clients = state.clients.iter().enumerate().map(|(n, client)| {
+            Row::new(
+                format!("C{}", n + 1),
+                format!(
+                    "op{} attempt {}, {}; told {}",
+                    client.op + 1,
+                    client.attempts,
+                    client.phase.text(),
+                    outcomes_text(&client.outcomes)
+                ),
+            )
+        });
+        let names = [
+            "drop-requests",
+            "drop-responses",
+            "duplicate-requests",
+            "crashes",
+            "early-timeouts",
+            "pauses",
+            "call-failures",
+        ];
+        let budgets = names
+            .iter()
+            .zip(state.budgets)
+            .map(|(name, left)| Row::new(*name, format!("{left} left")));
+        let mut view = check::StateView::default();
+        view.panel("Store", rows)
+            .panel("Effects and provider charges", effects.collect())
+            .panel("Network (in flight)", network.collect())
+            .panel("Processes", procs.collect())
+            .panel("Clients", clients.collect())
+            .panel("Fault budgets left", budgets.collect());
+        view
+    }
+}
+
+/// What a client was told, for the explorer's panel.
+fn outcomes_text(outcomes: &[Outcome]) -> String {
+    if outcomes.is_empty() {
+        return "nothing yet".to_string();
+    }
+    let told: Vec<String> = outcomes
+        .iter()
+        .map(|outcome| match outcome {
+            Outcome::Pending => "pending".to_string(),
+            Outcome::Succeeded(reply) => format!("{} {}", reply.status, reply.body),
+            Outcome::Failed(status) => format!("failed with {status}"),
+            Outcome::GaveUp => "gave up".to_string(),
+        })
+        .collect();
+    told.join(", ")
+}
+
+impl Phase {
+    fn text(&self) -> &'static str {
+        match self {
+            Phase::Ready {
+                after_conflict: false,
+            } => "ready to send",
+            Phase::Ready {
+                after_conflict: true,
+            } => "ready to send after a 409",
+            Phase::Waiting => "waiting",
+            Phase::Done => "done",
+        }
+    }
+}
