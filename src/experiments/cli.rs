@@ -25,7 +25,7 @@ pub struct CommonArgs {
     /// Seeded runs per cell.
     #[arg(long)]
     pub runs: Option<u32>,
-    /// Output folder, created if missing (default results/<binary>).
+    /// Output folder, created if missing (default `results/<binary>`).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Worker threads (default: all cores). The output does not depend on it.
