@@ -6,7 +6,10 @@
 
 use retrylab::check::{timeline, Model, Property, Verdict};
 #[cfg(feature = "cli")]
-use retrylab::report::explore_server::{listen_address, serve, Explorer, TraceFiles};
+use retrylab::{
+    loopback::loopback_address,
+    report::explore_server::{serve, Explorer, TraceFiles},
+};
 
 // What a step did, as bits of a `u8`. A stale write: storage accepted a write older than one it already has.
 const STALE_WRITE: u8 = 1;
@@ -130,7 +133,7 @@ pub fn explorer(fencing: bool, traces: &std::path::Path) -> Explorer<LockService
 #[cfg(feature = "cli")]
 fn explore(listen: &str) -> i32 {
     let traces = std::path::Path::new("target/retrylab/traces");
-    let served = listen_address(listen).and_then(|address| {
+    let served = loopback_address(listen).and_then(|address| {
         serve(explorer(false, traces), address, |url| {
             println!("listening on {url}")
         })

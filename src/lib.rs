@@ -102,6 +102,7 @@ pub mod backoff;
 pub mod check;
 pub mod experiments;
 pub mod handler;
+pub mod loopback;
 pub mod model;
 pub mod plot;
 pub mod protocol;

@@ -200,7 +200,7 @@ impl Visit for Explore {
 /// `--explore DESIGN ADDR`: the exit code.
 #[cfg(feature = "cli")]
 fn explore(name: &str, listen: &str) -> i32 {
-    let listen = match retrylab::report::explore_server::listen_address(listen) {
+    let listen = match retrylab::loopback::loopback_address(listen) {
         Ok(listen) => listen,
         Err(error) => {
             eprintln!("error: --explore {name} {listen}: {error}");

@@ -4,11 +4,12 @@
 //! first line printed, for people and for tests.
 
 use super::{names, ExploreArgs, EXIT_BAD_INPUT};
-use retrylab::report::explore_server::{listen_address, serve, Explorer, TraceFiles};
+use retrylab::loopback::loopback_address;
+use retrylab::report::explore_server::{serve, Explorer, TraceFiles};
 use retrylab::spec;
 
 pub fn run(args: &ExploreArgs) -> i32 {
-    let address = match listen_address(&args.listen) {
+    let address = match loopback_address(&args.listen) {
         Ok(address) => address,
         Err(message) => {
             errln!("error: --listen {}: {message}", args.listen);

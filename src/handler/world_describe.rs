@@ -104,13 +104,19 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     }
 }
 
-fn message_name(message: &Message) -> String {
+/// A message in flight, as timelines and the explorer's network panel name it (unique among those in flight:
+/// the operation and the attempt both ways, as the model-file worlds name theirs).
+pub(super) fn message_name(message: &Message) -> String {
     match message {
         Message::Request { from, attempt } => {
             format!("request {} attempt {attempt}", op_name(*from))
         }
-        Message::Response { to, reply, .. } => {
-            format!("response {} for {}", reply.status, op_name(*to))
+        Message::Response { to, attempt, reply } => {
+            format!(
+                "response {} for {} attempt {attempt}",
+                reply.status,
+                op_name(*to)
+            )
         }
     }
 }

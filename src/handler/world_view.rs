@@ -52,18 +52,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 )
             }));
         let network = (state.network.iter()).map(|(message, copies)| {
-            // Attempts named in both directions: each message its own row.
-            let label = match message {
-                Message::Request { from, attempt } => {
-                    format!("request {} attempt {attempt}", op(from.ghost()))
-                }
-                Message::Response { to, attempt, reply } => format!(
-                    "response {} {} to {} attempt {attempt}",
-                    reply.status,
-                    reply.body,
-                    op(to.ghost())
-                ),
-            };
+            let label = super::world_describe::message_name(message);
             Row::new(label, format!("{copies} copy(ies)"))
         });
         let procs = state.procs.iter().enumerate().map(|(n, job)| {

@@ -8,24 +8,25 @@
 //!
 //! ```no_run
 //! # fn demo<M: retrylab::check::Model + Send + 'static>(model: M) -> Result<(), String> {
-//! use retrylab::report::explore_server::{listen_address, serve, Explorer};
+//! use retrylab::loopback::loopback_address;
+//! use retrylab::report::explore_server::{serve, Explorer};
 //! let explorer = Explorer::new(model, "my protocol", "two clients, one lossy link");
-//! serve(explorer, listen_address("127.0.0.1:0")?, |url| println!("listening on {url}"))
+//! serve(explorer, loopback_address("127.0.0.1:0")?, |url| println!("listening on {url}"))
 //! # }
 //! ```
 
-use super::{explore_path, html, ExploredPath};
-use crate::check::{self, Kind, Model};
+use super::{explore_run, html, ExploredPath};
+use crate::check::{self, Model};
 use axum::extract::{Json, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-pub use super::explore_traces::{first_violated, TraceFiles};
+pub use super::explore_traces::{decidable_properties, first_violated, TraceFiles};
 
 /// A model served for walking by hand.
 pub struct Explorer<M: Model> {
@@ -58,12 +59,7 @@ impl<M: Model> Explorer<M> {
 pub trait Traces<M: Model>: Send + Sync {
     /// The property names the page offers to decide a saved walk (an empty choice: [`first_violated`]).
     fn properties(&self, model: &M) -> Vec<String> {
-        model
-            .properties()
-            .into_iter()
-            .filter(|property| property.kind != Kind::Sometimes)
-            .map(|property| property.name.to_string())
-            .collect()
+        decidable_properties(model)
     }
 
     /// Save a path (which runs) as deciding `property` (empty: the first it violates).
@@ -94,7 +90,7 @@ pub fn router<M: Model + Send + 'static>(explorer: Arc<Explorer<M>>) -> Router {
         .with_state(explorer)
 }
 
-/// Serve `explorer` on `address` (see [`listen_address`]) until the process stops; `listening` gets the URL
+/// Serve `explorer` on `address` (a loopback one: `loopback::loopback_address`) until the process stops; `listening` gets the URL
 /// once the port is bound (port 0 picks a free one).
 pub fn serve<M: Model + Send + 'static>(
     explorer: Explorer<M>,
@@ -117,58 +113,41 @@ pub fn serve<M: Model + Send + 'static>(
     })
 }
 
-/// `IP:PORT` (or `localhost:PORT`) on a loopback address: the page runs the model for whoever reaches it, and
-/// nobody else should.
-pub fn listen_address(text: &str) -> Result<SocketAddr, String> {
-    let address: SocketAddr = match text.strip_prefix("localhost:") {
-        Some(port) => {
-            let port: u16 = port
-                .parse()
-                .map_err(|_| format!("'{port}' is not a port number"))?;
-            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
-        }
-        None => text
-            .parse()
-            .map_err(|_| "expected IP:PORT, e.g. 127.0.0.1:8470 or [::1]:0".to_string())?,
-    };
-    if !address.ip().is_loopback() {
-        return Err(format!(
-            "{} is not a loopback address: explore serves this machine only (127.0.0.0/8 or ::1)",
-            address.ip()
-        ));
-    }
-    Ok(address)
-}
-
 /// The actions of a path given as choices (each an index into the actions enabled at its step), or `Err(step)`:
 /// the 1-based step whose choice is not an enabled action's index.
 pub fn actions_of<M: Model>(model: &M, choices: &[usize]) -> Result<Vec<M::Action>, usize> {
-    let mut state = model.init_state();
-    let mut enabled = Vec::new();
-    let mut actions = Vec::with_capacity(choices.len());
-    for (index, &choice) in choices.iter().enumerate() {
-        enabled.clear();
-        model.actions(&state, &mut enabled);
-        let action = enabled.get(choice).ok_or(index + 1)?.clone();
-        model.apply(&mut state, &action);
-        actions.push(action);
-    }
-    Ok(actions)
+    follow(model, choices, |&choice, enabled| {
+        let action = enabled.get(choice)?;
+        Some((action.clone(), action.clone()))
+    })
 }
 
 /// The choices of a path given as actions, or `Err(step)`: the 1-based step whose action is not enabled.
 pub fn choices_of<M: Model>(model: &M, actions: &[M::Action]) -> Result<Vec<usize>, usize> {
+    follow(model, actions, |action, enabled| {
+        let choice = enabled.iter().position(|a| a == action)?;
+        Some((action.clone(), choice))
+    })
+}
+
+/// Walk a path from the initial state, one step per item of `path`: `pick` turns the item and the actions
+/// enabled there into the action to take and what to collect, or `None` (then `Err` of the 1-based step).
+fn follow<M: Model, I, T>(
+    model: &M,
+    path: &[I],
+    mut pick: impl FnMut(&I, &[M::Action]) -> Option<(M::Action, T)>,
+) -> Result<Vec<T>, usize> {
     let mut state = model.init_state();
     let mut enabled = Vec::new();
-    let mut choices = Vec::with_capacity(actions.len());
-    for (index, action) in actions.iter().enumerate() {
+    let mut collected = Vec::with_capacity(path.len());
+    for (index, item) in path.iter().enumerate() {
         enabled.clear();
         model.actions(&state, &mut enabled);
-        let choice = enabled.iter().position(|a| a == action).ok_or(index + 1)?;
-        model.apply(&mut state, action);
-        choices.push(choice);
+        let (action, value) = pick(item, &enabled).ok_or(index + 1)?;
+        model.apply(&mut state, &action);
+        collected.push(value);
     }
-    Ok(choices)
+    Ok(collected)
 }
 
 /// A request the page got wrong or a path that does not run: 400 with one line.
@@ -201,9 +180,6 @@ async fn page<M: Model>(State(explorer): State<Arc<Explorer<M>>>) -> Html<String
         .traces
         .as_ref()
         .map(|traces| traces.properties(&explorer.model));
-    let names: Option<Vec<&str>> = names
-        .as_ref()
-        .map(|names| names.iter().map(String::as_str).collect());
     Html(html::explore_page(
         &explorer.title,
         &explorer.subtitle,
@@ -238,8 +214,8 @@ async fn path<M: Model>(
 ) -> Result<Json<PathReply>, ApiError> {
     let model = &explorer.model;
     let actions = actions_of(model, &request.actions).map_err(diverged)?;
-    let path = explore_path(model, &actions, None).map_err(diverged)?;
     let run = check::timeline(model, &actions).map_err(diverged)?;
+    let path = explore_run(model, &run, None);
     let state = run.last_state();
     let mut enabled = Vec::new();
     model.actions(state, &mut enabled);
@@ -309,26 +285,4 @@ async fn open<M: Model>(
         .map_err(ApiError)?;
     let actions = choices_of(&explorer.model, &actions).map_err(diverged)?;
     Ok(Json(OpenReply { actions }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::listen_address;
-
-    #[test]
-    fn only_loopback_addresses_are_accepted() {
-        assert_eq!(listen_address("127.0.0.1:0").unwrap().port(), 0);
-        assert!(listen_address("127.3.4.5:80").is_ok());
-        assert!(listen_address("[::1]:8080").is_ok());
-        assert!(listen_address("localhost:9").unwrap().ip().is_loopback());
-        for refused in ["0.0.0.0:80", "192.168.1.2:80", "[::]:80", "8.8.8.8:53"] {
-            let message = listen_address(refused).unwrap_err();
-            assert!(
-                message.contains("not a loopback address"),
-                "{refused}: {message}"
-            );
-        }
-        assert!(listen_address("127.0.0.1").is_err());
-        assert!(listen_address("localhost:x").is_err());
-    }
 }

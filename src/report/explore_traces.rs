@@ -76,12 +76,21 @@ pub fn first_violated<M: Model>(model: &M, judged: &check::Report<M>) -> String 
         .min();
     match earliest {
         Some((_, _, name)) => name.clone(),
-        None => model
-            .properties()
+        None => decidable_properties(model)
             .into_iter()
-            .find(|property| property.kind != Kind::Sometimes)
-            .map_or_else(String::new, |property| property.name.to_string()),
+            .next()
+            .unwrap_or_default(),
     }
+}
+
+/// The names of the properties a trace can decide: the safety and liveness ones, in the model's order.
+pub fn decidable_properties<M: Model>(model: &M) -> Vec<String> {
+    model
+        .properties()
+        .into_iter()
+        .filter(|property| property.kind != Kind::Sometimes)
+        .map(|property| property.name)
+        .collect()
 }
 
 #[cfg(test)]

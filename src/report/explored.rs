@@ -34,8 +34,20 @@ pub fn explore_path<M: Model>(
     actions: &[M::Action],
     cycle_from: Option<usize>,
 ) -> Result<ExploredPath, usize> {
-    let run = check::timeline(model, actions)?;
-    let judged = check::judge_run(model, &run, cycle_from);
+    Ok(explore_run(
+        model,
+        &check::timeline(model, actions)?,
+        cycle_from,
+    ))
+}
+
+/// [`explore_path`] of a path already run (`check::timeline`).
+pub fn explore_run<M: Model>(
+    model: &M,
+    run: &check::Run<M>,
+    cycle_from: Option<usize>,
+) -> ExploredPath {
+    let judged = check::judge_run(model, run, cycle_from);
     let steps = run
         .steps
         .iter()
@@ -62,7 +74,7 @@ pub fn explore_path<M: Model>(
             view
         })
         .collect();
-    Ok(ExploredPath { steps, views })
+    ExploredPath { steps, views }
 }
 
 /// Every safety and liveness property, violated or not after `after` steps, then the scenarios reached so far.

@@ -66,7 +66,7 @@ pub fn trace_page<M: Model>(
 /// The page `retrylab explore` serves: the explorer with the enabled actions, back, restart, save and open.
 /// `properties` are the names a saved trace may decide (the first the path violates unless one is chosen);
 /// `None`: the server keeps no traces, and the save and open controls are hidden.
-pub fn explore_page(title: &str, subtitle: &str, properties: Option<&[&str]>) -> String {
+pub fn explore_page(title: &str, subtitle: &str, properties: Option<&[String]>) -> String {
     let options: String = properties
         .unwrap_or_default()
         .iter()
@@ -120,7 +120,7 @@ mod tests {
 
     #[test]
     fn pages_need_no_network() {
-        let page = explore_page("t <x>", "s", Some(&["p"]));
+        let page = explore_page("t <x>", "s", Some(&["p".to_string()]));
         assert!(page.contains("<title>t &lt;x&gt;</title>"));
         assert!(page.contains("<div id=\"traces\">"));
         assert!(explore_page("t", "s", None).contains("<div id=\"traces\" hidden>"));

@@ -21,7 +21,7 @@ mod mermaid;
 mod svg;
 
 pub use diagram::{diagram, Diagram, Item, Lane, Shape};
-pub use explored::{explore_path, ExploredPath, ExploredStep, PROPERTIES_PANEL};
+pub use explored::{explore_path, explore_run, ExploredPath, ExploredStep, PROPERTIES_PANEL};
 pub use html_report::write_html_report;
 pub use markdown::TIME_HEADER;
 

@@ -3,7 +3,8 @@
 //! does; the proxy needs whole requests and responses as bytes. One request per connection (`Connection:
 //! close`), bodies by `Content-Length` or chunked.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+pub use crate::loopback::loopback_address;
+use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -48,28 +49,6 @@ impl Url {
     pub fn to_text(&self) -> String {
         format!("http://{}{}", self.authority, self.path)
     }
-}
-
-/// `IP:PORT` or `localhost:PORT`, refused unless loopback (127.0.0.0/8, ::1).
-pub fn loopback_address(authority: &str) -> Result<SocketAddr, String> {
-    let address: SocketAddr = match authority.strip_prefix("localhost:") {
-        Some(port) => {
-            let port: u16 = port
-                .parse()
-                .map_err(|_| format!("'{port}' is not a port number"))?;
-            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
-        }
-        None => authority
-            .parse()
-            .map_err(|_| format!("'{authority}' is not IP:PORT (e.g. 127.0.0.1:8080)"))?,
-    };
-    if !address.ip().is_loopback() {
-        return Err(format!(
-            "{} is not a loopback address: only 127.0.0.0/8 and ::1 are allowed",
-            address.ip()
-        ));
-    }
-    Ok(address)
 }
 
 /// A request to send.

@@ -2,7 +2,8 @@
 //! in a thread of its own (it runs until the test process ends), and plain HTTP/1.1 requests.
 
 use retrylab::check::Model;
-use retrylab::report::explore_server::{listen_address, serve, Explorer};
+use retrylab::loopback::loopback_address;
+use retrylab::report::explore_server::{serve, Explorer};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -11,7 +12,7 @@ use std::net::TcpStream;
 pub fn start<M: Model + Send + 'static>(explorer: Explorer<M>) -> String {
     let (sender, address) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let at = listen_address("127.0.0.1:0").unwrap();
+        let at = loopback_address("127.0.0.1:0").unwrap();
         serve(explorer, at, |url| sender.send(url.to_string()).unwrap()).unwrap();
     });
     let url = address.recv().expect("the server listens");
