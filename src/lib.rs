@@ -95,12 +95,15 @@
 //! - [`experiments`]: grid -> seeded runs -> tables -> claims -> charts -> README, and each experiment's world.
 //! - [`plot`]: line charts with 95% bands as data; drawn as SVG and PNG with the `plot` feature.
 //! - [`report`]: the verdict matrix (Markdown, Mermaid and SVG).
+//! - `graybox` (feature `stack`): a running service in any language, crashed and ordered at its SQL and Redis wire.
 //! - `stack` (feature `stack`): the designs served over HTTP, the retrying client, the fault proxy, the probe.
 
 pub mod atomic;
 pub mod backoff;
 pub mod check;
 pub mod experiments;
+#[cfg(feature = "stack")]
+pub mod graybox;
 pub mod handler;
 pub mod loopback;
 pub mod model;

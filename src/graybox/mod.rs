@@ -1,0 +1,14 @@
+//! Gray-box checks of a running service in any language (issue 32): every SQL statement and Redis command it
+//! sends is a step boundary, observed and controlled at the wire.
+//!
+//! - [`gate`]: the loopback wire proxies (PostgreSQL's frontend/backend protocol, Redis's RESP) that sit between
+//!   the service and its real stores, record each boundary's normalised text and connection, and hold, release
+//!   or withhold the answer of each one as the controller decides.
+//! - [`pg_wire`], [`resp`]: the two protocols' framing, by hand; [`normalise`]: literals replaced.
+//! - The controller side (the service process, schedules, the checks `crash-at-every-statement`,
+//!   `interleaved-same-key`, `lost-response`, replay) builds on [`gate::Gates`].
+
+pub mod gate;
+pub mod normalise;
+pub mod pg_wire;
+pub mod resp;

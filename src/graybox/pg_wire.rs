@@ -1,0 +1,1 @@
+//! issue 32: see gate.rs
