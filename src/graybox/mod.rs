@@ -5,9 +5,11 @@
 //!   the service and its real stores, record each boundary's normalised text and connection, and hold, release
 //!   or withhold the answer of each one as the controller decides.
 //! - [`pg_wire`], [`resp`]: the two protocols' framing, by hand; [`normalise`]: literals replaced.
+//! - [`explore`]: which order of statements to try next (stateless DFS, preemption-bounded).
 //! - The controller side (the service process, schedules, the checks `crash-at-every-statement`,
 //!   `interleaved-same-key`, `lost-response`, replay) builds on [`gate::Gates`].
 
+pub mod explore;
 pub mod gate;
 pub mod normalise;
 pub mod pg_wire;
