@@ -9,6 +9,7 @@
 //!   `interleaved-same-key`, `lost-response`, replay) builds on [`gate::Gates`].
 
 pub mod gate;
+mod link;
 pub mod normalise;
 pub mod pg_wire;
 pub mod resp;
