@@ -126,3 +126,39 @@ fn an_error_reply_is_the_answers_error_and_subscribe_is_refused() {
         .collect();
     assert_eq!(unsupported, ["Redis SUBSCRIBE ?"]);
 }
+
+#[test]
+fn a_pipelined_command_is_announced_only_after_the_one_before_is_released() {
+    let Some(server) = TempRedis::start() else {
+        return;
+    };
+    let mut harness = Harness::start(None, Some(server.port));
+    let mut con = connect(&mut harness);
+    harness.gates().set_mode(Mode::Hold);
+    let thread = std::thread::spawn(move || {
+        redis::pipe()
+            .cmd("SET")
+            .arg("a")
+            .arg("1")
+            .cmd("INCR")
+            .arg("a")
+            .query::<((), i64)>(&mut con)
+            .unwrap()
+            .1
+    });
+    let first = harness.held();
+    assert_eq!(first.text, "SET ? ?");
+    // Both commands arrived together; the second waits unannounced behind the first.
+    assert_eq!(
+        harness.quiet_events(std::time::Duration::from_millis(300)),
+        []
+    );
+    assert!(harness.gates().decide(first.id, Decision::Release));
+    let second = harness.held();
+    assert_eq!(
+        (second.text.as_str(), second.connection),
+        ("INCR ?", first.connection)
+    );
+    assert!(harness.gates().decide(second.id, Decision::Release));
+    assert_eq!(thread.join().unwrap(), 2);
+}
