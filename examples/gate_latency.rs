@@ -32,38 +32,41 @@ fn main() {
         .build()
         .expect("a runtime");
     let loopback = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
-    let mut gates = runtime
+    let gates = runtime
         .block_on(Gates::start(
             Some(loopback(postgres.port)),
             Some(loopback(redis.port)),
         ))
         .expect("the gates start");
-    let gate_pg = gates.postgres_address().expect("a PostgreSQL gate").port();
-    let gate_redis = gates.redis_address().expect("a Redis gate").port();
-    let pg_params = |port: u16| format!("host=127.0.0.1 port={port} user=postgres dbname=postgres");
-    let connect_pg =
-        |port| postgres::Client::connect(&pg_params(port), postgres::NoTls).expect("connect");
-    let (mut direct, mut gated) = (connect_pg(postgres.port), connect_pg(gate_pg));
-    let simple =
-        |client: &mut postgres::Client| client.batch_execute("SELECT 1").expect("SELECT 1");
-    let (pg_direct, pg_gated) =
-        compare(count, &mut direct, &mut gated, simple, &runtime, &mut gates);
-    report("PostgreSQL simple query SELECT 1", pg_direct, pg_gated);
-    let prepared = |client: &mut postgres::Client| {
-        client.query("SELECT $1::int", &[&1i32]).expect("SELECT $1");
-    };
-    let (pg_direct, pg_gated) = compare(
+    let mut bench = Bench {
         count,
+        runtime,
+        gates,
+    };
+    let gate_pg = bench
+        .gates
+        .postgres_address()
+        .expect("a PostgreSQL gate")
+        .port();
+    let gate_redis = bench.gates.redis_address().expect("a Redis gate").port();
+    let connect_pg = |port: u16| {
+        let params = format!("host=127.0.0.1 port={port} user=postgres dbname=postgres");
+        postgres::Client::connect(&params, postgres::NoTls).expect("connect")
+    };
+    let (mut direct, mut gated) = (connect_pg(postgres.port), connect_pg(gate_pg));
+    bench.compare(
+        "PostgreSQL simple query SELECT 1",
         &mut direct,
         &mut gated,
-        prepared,
-        &runtime,
-        &mut gates,
+        |client| client.batch_execute("SELECT 1").expect("SELECT 1"),
     );
-    report(
+    bench.compare(
         "PostgreSQL extended query SELECT $1::int",
-        pg_direct,
-        pg_gated,
+        &mut direct,
+        &mut gated,
+        |client| {
+            client.query("SELECT $1::int", &[&1i32]).expect("SELECT $1");
+        },
     );
     let connect_redis = |port: u16| {
         let url = format!("redis://127.0.0.1:{port}");
@@ -72,43 +75,47 @@ fn main() {
             .expect("connect")
     };
     let (mut direct, mut gated) = (connect_redis(redis.port), connect_redis(gate_redis));
-    let set = |con: &mut redis::Connection| {
+    bench.compare("Redis SET k v", &mut direct, &mut gated, |con| {
         redis::cmd("SET")
             .arg("k")
             .arg("v")
             .query::<()>(con)
             .expect("SET");
-    };
-    let (redis_direct, redis_gated) =
-        compare(count, &mut direct, &mut gated, set, &runtime, &mut gates);
-    report("Redis SET k v", redis_direct, redis_gated);
+    });
 }
 
-/// Per-statement times of `run` on each client, in alternating rounds; the gate's events drained between.
-fn compare<C>(
+/// The gates and how many statements to time on each side.
+struct Bench {
     count: usize,
-    direct: &mut C,
-    gated: &mut C,
-    run: impl Fn(&mut C),
-    runtime: &tokio::runtime::Runtime,
-    gates: &mut Gates,
-) -> (Vec<Duration>, Vec<Duration>) {
-    let (mut times_direct, mut times_gated) =
-        (Vec::with_capacity(count), Vec::with_capacity(count));
-    for _ in 0..count / ROUND {
-        for (client, times) in [
-            (&mut *direct, &mut times_direct),
-            (&mut *gated, &mut times_gated),
-        ] {
-            for _ in 0..ROUND {
-                let start = Instant::now();
-                run(client);
-                times.push(start.elapsed());
+    runtime: tokio::runtime::Runtime,
+    gates: Gates,
+}
+
+impl Bench {
+    /// Per-statement times of `run` on each client, in alternating rounds (the gate's events drained between);
+    /// their medians printed.
+    fn compare<C>(&mut self, what: &str, direct: &mut C, gated: &mut C, run: impl Fn(&mut C)) {
+        let mut times_direct = Vec::with_capacity(self.count);
+        let mut times_gated = Vec::with_capacity(self.count);
+        for _ in 0..self.count / ROUND {
+            for (client, times) in [
+                (&mut *direct, &mut times_direct),
+                (&mut *gated, &mut times_gated),
+            ] {
+                for _ in 0..ROUND {
+                    let start = Instant::now();
+                    run(client);
+                    times.push(start.elapsed());
+                }
             }
+            while self
+                .runtime
+                .block_on(self.gates.next_event(Duration::ZERO))
+                .is_some()
+            {}
         }
-        while runtime.block_on(gates.next_event(Duration::ZERO)).is_some() {}
+        report(what, times_direct, times_gated);
     }
-    (times_direct, times_gated)
 }
 
 fn median(mut times: Vec<Duration>) -> Duration {

@@ -223,6 +223,17 @@ fn a_cancel_request_passes_on_its_own_connection() {
     harness.until(
         |e| matches!(e, Event::Boundary { boundary, .. } if boundary.text == "SELECT pg_sleep(?)"),
     );
+    // Announced is not yet running: a cancel that arrives before the query starts is ignored by the server.
+    let mut direct = pg(&server.params());
+    let running = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT pg_sleep%'";
+    let deadline = std::time::Instant::now() + EVENT_WAIT;
+    while direct.query_one(running, &[]).unwrap().get::<_, i64>(0) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sleep never started"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
     cancel
         .cancel_query(postgres::NoTls)
         .expect("the cancel request is sent");
