@@ -383,5 +383,7 @@ fn copy_from_stdin_is_refused_by_name() {
 
 #[path = "graybox_wire/hold.rs"]
 mod hold;
+#[path = "graybox_wire/raw.rs"]
+mod raw;
 #[path = "graybox_wire/redis.rs"]
 mod redis_wire;

@@ -492,3 +492,60 @@ async fn back(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tag(boundary: BoundaryId, withheld: bool) -> Tag {
+        Tag {
+            boundary: Some(boundary),
+            withheld,
+        }
+    }
+
+    #[test]
+    fn a_withheld_answer_and_everything_after_it_are_kept_from_the_service() {
+        let mut link = Link {
+            tracker: Tracker::Redis(resp::Answers::default()),
+            muted: false,
+        };
+        link.expect(tag(1, false), Expect::Reply);
+        link.expect(tag(2, true), Expect::Reply);
+        link.expect(tag(3, false), Expect::Reply);
+        let delivered = |link: &mut Link, frame: &[u8]| {
+            let (len, done, deliver) = link.on_store(frame).unwrap().unwrap();
+            assert_eq!(len, frame.len());
+            (done, deliver)
+        };
+        assert_eq!(
+            delivered(&mut link, b"+OK\r\n"),
+            (vec![(tag(1, false), None)], true)
+        );
+        assert_eq!(
+            delivered(&mut link, b":1\r\n"),
+            (vec![(tag(2, true), None)], false)
+        );
+        // Answered, but muted for good: the service never sees what follows the withheld answer.
+        assert_eq!(
+            delivered(&mut link, b"$1\r\nx\r\n"),
+            (vec![(tag(3, false), None)], false)
+        );
+    }
+
+    #[test]
+    fn nothing_is_muted_without_a_withheld_boundary() {
+        let mut link = Link {
+            tracker: Tracker::Pg(pg_wire::Answers::default()),
+            muted: false,
+        };
+        // Authentication and the first ReadyForQuery pass; then a Query group is answered at its ReadyForQuery.
+        assert!(link.on_store(b"R\0\0\0\x08\0\0\0\0").unwrap().unwrap().2);
+        assert!(link.on_store(b"Z\0\0\0\x05I").unwrap().unwrap().2);
+        assert!(link.ready());
+        link.expect(tag(1, false), Expect::Pg(pg_wire::GroupEnd::Ready));
+        let (_, done, deliver) = link.on_store(b"Z\0\0\0\x05I").unwrap().unwrap();
+        assert_eq!((done, deliver), (vec![(tag(1, false), None)], true));
+        assert_eq!(link.on_store(b"Z\0\0"), Ok(None));
+    }
+}

@@ -7,6 +7,9 @@
 use super::pg_wire::{cstring, GroupEnd};
 use std::collections::VecDeque;
 
+/// The error of a Flush group the store did not run: an earlier error makes it skip everything until a Sync.
+pub const SKIPPED: &str = "not run: an earlier error makes the store skip everything until Sync";
+
 /// The `M` (message) field of an ErrorResponse's body.
 pub fn error_message(body: &[u8]) -> String {
     let mut at = 0;
@@ -136,9 +139,12 @@ impl<T> Answers<T> {
     /// Groups that will get no answer, answered now: a lone Flush (nothing to respond to), and, while the store
     /// skips until a Sync, the Flush groups before it.
     fn drain_settled(&mut self, done: &mut Vec<Answered<T>>) {
-        while self.queue.front().is_some_and(|w| {
-            w.end == GroupEnd::Responses(0) || (self.skipping && w.end != GroupEnd::Ready)
-        }) {
+        while let Some(head) = self.queue.front_mut() {
+            if self.skipping && head.end != GroupEnd::Ready {
+                head.error.get_or_insert_with(|| SKIPPED.to_string());
+            } else if head.end != GroupEnd::Responses(0) {
+                return;
+            }
             self.pop(done);
         }
     }
@@ -193,7 +199,7 @@ mod tests {
                 },
                 Answered {
                     tag: 3,
-                    error: None
+                    error: Some(SKIPPED.into())
                 }
             ]
         );

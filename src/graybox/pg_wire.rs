@@ -197,7 +197,9 @@ impl Front {
             b'D' => self.describe(body),
             b'E' => self.execute(body),
             b'C' => self.close(body),
-            b'Q' | b'S' | b'H' => {}
+            b'S' => self.kinds.push("Sync"),
+            b'H' => self.kinds.push("Flush"),
+            b'Q' => {}
             b'd' => return Err("COPY FROM STDIN data (CopyData)".into()),
             b'c' => return Err("COPY FROM STDIN end (CopyDone)".into()),
             b'f' => return Err("COPY FROM STDIN failure (CopyFail)".into()),
