@@ -152,11 +152,29 @@ mod by_hand {
         ] {
             let (status, text) = raw_request(&host, &foreign, None, "GET", "/", &Value::Null);
             assert_eq!(status, 403, "Host '{foreign}': {text}");
-            let (status, _) = raw_request(&host, &foreign, None, "POST", "/api/path", &json!({ "actions": [] }));
+            let (status, _) = raw_request(
+                &host,
+                &foreign,
+                None,
+                "POST",
+                "/api/path",
+                &json!({ "actions": [] }),
+            );
             assert_eq!(status, 403, "Host '{foreign}'");
         }
-        for own in [host.clone(), format!("localhost:{port}"), format!("127.9.9.9:{port}")] {
-            let (status, text) = raw_request(&host, &own, None, "POST", "/api/path", &json!({ "actions": [] }));
+        for own in [
+            host.clone(),
+            format!("localhost:{port}"),
+            format!("127.9.9.9:{port}"),
+        ] {
+            let (status, text) = raw_request(
+                &host,
+                &own,
+                None,
+                "POST",
+                "/api/path",
+                &json!({ "actions": [] }),
+            );
             assert_eq!(status, 200, "Host '{own}': {text}");
         }
         let (status, text) = raw_request(&host, &host, None, "POST", "/api/save", &save);

@@ -72,7 +72,10 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
     if args.attempts == 0 || args.clients == 0 || args.clients > 1024 {
         return Err("--attempts must be at least 1 and --clients in 1..=1024".into());
     }
-    if let Some(rate) = args.rate.filter(|rate| !(1..=RATE_PER_S_MAX).contains(rate)) {
+    if let Some(rate) = args
+        .rate
+        .filter(|rate| !(1..=RATE_PER_S_MAX).contains(rate))
+    {
         return Err(format!(
             "--rate {rate}: must be 1..={RATE_PER_S_MAX} operations per second"
         ));

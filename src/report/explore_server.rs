@@ -186,9 +186,12 @@ pub fn serve<M: Model + Send + 'static>(
             .map_err(|error| format!("--listen {address}: cannot listen: {error}"))?;
         let bound = listener.local_addr().unwrap_or(address);
         listening(&format!("http://{bound}/"));
-        axum::serve(listener, router(Arc::new(explorer), Guard::new(bound.port())))
-            .await
-            .map_err(|error| format!("the server stopped: {error}"))
+        axum::serve(
+            listener,
+            router(Arc::new(explorer), Guard::new(bound.port())),
+        )
+        .await
+        .map_err(|error| format!("the server stopped: {error}"))
     })
 }
 

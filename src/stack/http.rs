@@ -395,9 +395,16 @@ mod tests {
         let body = b"3\r\nabc\r\n0\r\n\r\nNEXT";
         assert_eq!(request_body_end(&head, body).unwrap(), Some(body.len() - 4));
         let trailers = b"1\r\na\r\n0\r\nX-T: 1\r\n\r\n";
-        assert_eq!(request_body_end(&head, trailers).unwrap(), Some(trailers.len()));
+        assert_eq!(
+            request_body_end(&head, trailers).unwrap(),
+            Some(trailers.len())
+        );
         for partial in [&b"3\r\nab"[..], b"3\r\nabc\r\n", b"3\r\nabc\r\n0\r\n", b""] {
-            assert_eq!(request_body_end(&head, partial).unwrap(), None, "{partial:?}");
+            assert_eq!(
+                request_body_end(&head, partial).unwrap(),
+                None,
+                "{partial:?}"
+            );
         }
         assert!(request_body_end(&head, b"zz\r\n").is_err());
         assert!(request_body_end(&head, b"ffffffffffffffffff\r\n").is_err());

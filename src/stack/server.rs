@@ -119,7 +119,10 @@ async fn body_within(limits: Limits, request: Request, next: Next) -> Response {
     let (parts, body) = request.into_parts();
     let read = axum::body::to_bytes(body, limits.body_bytes_max);
     match tokio::time::timeout(limits.body_timeout, read).await {
-        Ok(Ok(bytes)) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
         Ok(Err(_)) => (
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("the body is larger than {} bytes", limits.body_bytes_max),
