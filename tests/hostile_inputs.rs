@@ -88,8 +88,9 @@ fn a_shard_count_of_ten_to_the_fifteen_is_answered_at_once() {
         ],
         dir,
     );
+    // Exit 1: four seeds do not reach what the model expects; the line is what matters here.
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{stderr}");
     let file = write(dir, "s.jsonl", &String::from_utf8(out.stdout).unwrap());
     // Before the fix: every missing shard's name was formatted (3.5 GB), then the process aborted.
     let merged = retrylab(&["merge", &file], dir);

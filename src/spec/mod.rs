@@ -86,7 +86,8 @@ pub fn model_files(path: &Path) -> Result<Vec<std::path::PathBuf>, SpecError> {
     let name = path.display().to_string();
     let metadata = std::fs::metadata(path)
         .map_err(|error| SpecError::whole_file(&name, "", &format!("cannot read: {error}")))?;
-    if metadata.is_file() {
+    if !metadata.is_dir() {
+        // A file, or something that is not one (a FIFO, a device): reading it says which.
         return Ok(vec![path.to_path_buf()]);
     }
     let mut files = Vec::new();
