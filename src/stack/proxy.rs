@@ -504,4 +504,59 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn the_record_is_bounded_and_counts_everything() {
+        let shared = Shared {
+            upstream: "127.0.0.1:9".parse().unwrap(),
+            key_header: "Idempotency-Key".into(),
+            delay: Duration::ZERO,
+            planner: Mutex::new((0, Planner::new(FaultPlan::none(0)))),
+            record: Mutex::new(Record::default()),
+        };
+        let event = |index: u64| ProxyEvent {
+            index,
+            action: Action::Forward,
+            key: None,
+            upstream_statuses: vec![201],
+            upstream_body: Some("x".repeat(BODY_SAMPLE_BYTES * 2)),
+            delivered: true,
+            in_flight: false,
+        };
+        let total = RECORD_EVENTS_MAX as u64 + 5;
+        for index in 0..total {
+            let mut event = event(index);
+            event.upstream_body = event.upstream_body.map(sample);
+            progress(&shared, &event);
+            finish(&shared, event);
+        }
+        let record = shared.record();
+        assert_eq!(record.events.len(), RECORD_EVENTS_MAX);
+        assert_eq!(record.not_kept, 5);
+        assert!(record.in_flight.is_empty());
+        assert_eq!(record.counts["forward"], total);
+        let bodies = record.events.iter().filter(|e| e.upstream_body.is_some());
+        assert_eq!(bodies.clone().count(), RECORD_BODIES_MAX);
+        assert!(bodies
+            .map(|e| e.upstream_body.as_ref().unwrap().len())
+            .all(|len| len == BODY_SAMPLE_BYTES));
+        drop(record);
+        // A request still in flight is in the record, marked.
+        progress(&shared, &event(total));
+        let in_flight = &shared.record().in_flight[&total];
+        assert!(in_flight.in_flight);
+        assert!(serde_json::to_string(in_flight)
+            .unwrap()
+            .contains("\"in_flight\":true"));
+        assert!(!serde_json::to_string(&event(0))
+            .unwrap()
+            .contains("in_flight"));
+    }
+
+    #[test]
+    fn samples_cut_at_a_character_boundary() {
+        let text = format!("{}é", "a".repeat(BODY_SAMPLE_BYTES - 1));
+        assert_eq!(sample(text).len(), BODY_SAMPLE_BYTES - 1);
+        assert_eq!(sample("short".into()), "short");
+    }
 }
