@@ -39,6 +39,7 @@ pub fn host_is_loopback(host: &str) -> bool {
         || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
+#[cfg(feature = "real")] // the store URL checks' (`stack` implies `real`)
 fn refuse_host(url: &str, host: &str) -> String {
     format!("{url}: host '{host}' is not loopback: only 127.0.0.0/8, ::1 and localhost are allowed")
 }
