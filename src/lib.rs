@@ -105,6 +105,7 @@ pub mod experiments;
 #[cfg(feature = "stack")]
 pub mod graybox;
 pub mod handler;
+pub mod input;
 pub mod loopback;
 pub mod model;
 pub mod plot;

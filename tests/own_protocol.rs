@@ -134,4 +134,59 @@ mod by_hand {
             "{refusal}"
         );
     }
+
+    /// Issue 31 item 8: a DNS-rebinding page reaches the server under its own host name, and a page of another
+    /// origin has no token. Both are refused; the twins (this host, this token) are served.
+    #[test]
+    fn only_this_servers_host_and_token_are_served() {
+        use explore_support::{page_token, raw_request};
+        let traces = tempfile::tempdir().unwrap();
+        let host = start(false, traces.path());
+        let port = host.rsplit_once(':').unwrap().1;
+        let save = json!({ "actions": [], "property": "" });
+        for foreign in [
+            format!("rebound.example.com:{port}"),
+            format!("127.0.0.1:{}", port.parse::<u16>().unwrap().wrapping_add(1)),
+            "127.0.0.1".to_string(),
+            String::new(),
+        ] {
+            let (status, text) = raw_request(&host, &foreign, None, "GET", "/", &Value::Null);
+            assert_eq!(status, 403, "Host '{foreign}': {text}");
+            let (status, _) = raw_request(
+                &host,
+                &foreign,
+                None,
+                "POST",
+                "/api/path",
+                &json!({ "actions": [] }),
+            );
+            assert_eq!(status, 403, "Host '{foreign}'");
+        }
+        for own in [
+            host.clone(),
+            format!("localhost:{port}"),
+            format!("127.9.9.9:{port}"),
+        ] {
+            let (status, text) = raw_request(
+                &host,
+                &own,
+                None,
+                "POST",
+                "/api/path",
+                &json!({ "actions": [] }),
+            );
+            assert_eq!(status, 200, "Host '{own}': {text}");
+        }
+        let (status, text) = raw_request(&host, &host, None, "POST", "/api/save", &save);
+        assert_eq!(status, 403, "{text}");
+        assert!(text.contains("token"), "{text}");
+        let (status, _) = raw_request(&host, &host, Some("0123"), "POST", "/api/save", &save);
+        assert_eq!(status, 403, "a wrong token");
+        let token = page_token(&host);
+        assert_eq!(token.len(), 32);
+        let (status, text) = raw_request(&host, &host, Some(&token), "POST", "/api/save", &save);
+        assert_eq!(status, 200, "{text}");
+        // Another run, another token.
+        assert_ne!(page_token(&start(false, traces.path())), token);
+    }
 }

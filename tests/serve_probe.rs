@@ -379,6 +379,24 @@ fn serve_refuses_bad_input_in_one_line_and_stops_gracefully() {
         ),
         (vec!["--crash-at", "explode"], "--crash-at"),
         (vec!["--keys", "redis://127.0.0.1:1"], "keeps no keys"),
+        // The query's host is the one the client contacts: refused before any connection is tried.
+        (
+            vec!["--store", "postgres://u@127.0.0.1:1/db?host=10.0.0.1"],
+            "host '10.0.0.1' is not loopback",
+        ),
+        (
+            vec!["--store", "postgres://u@127.0.0.1:1,10.0.0.2:1/db"],
+            "host '10.0.0.2' is not loopback",
+        ),
+        (
+            vec![
+                "--design",
+                "separate-kv",
+                "--keys",
+                "redis://10.0.0.3#@127.0.0.1:1",
+            ],
+            "host '10.0.0.3' is not loopback",
+        ),
     ] {
         let out = Command::new(BIN).arg("serve").args(&args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

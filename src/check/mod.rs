@@ -11,6 +11,7 @@ mod fingerprint_table;
 mod graph;
 mod judge;
 mod level;
+pub mod memory_budget;
 mod model;
 mod path;
 mod plan;

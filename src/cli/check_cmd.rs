@@ -82,7 +82,7 @@ fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, Str
     let report = Checker::new(&model.world)
         .max_states(args.max_states.unwrap_or(model.limits.max_states))
         .max_depth(args.max_depth.unwrap_or(model.limits.max_depth))
-        .max_memory_mib(args.max_memory)
+        .max_memory_mib(super::max_memory_mib(args.max_memory))
         .symmetry(args.symmetry)
         .por(match args.por {
             OnOff::On => Por::On,

@@ -6,7 +6,7 @@ use super::{EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
 use retrylab::backoff::{Backoff, RetryAfter, RetryPolicy, Strategy};
 use retrylab::stack::client::ClientConfig;
 use retrylab::stack::http::Url;
-use retrylab::stack::load::{run_load, LoadConfig};
+use retrylab::stack::load::{run_load, LoadConfig, RATE_PER_S_MAX};
 use retrylab::stack::proxy::FaultPlan;
 use std::time::Duration;
 
@@ -71,6 +71,14 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
         .map_err(|e| format!("--base-ms/--cap-ms: {e}"))?;
     if args.attempts == 0 || args.clients == 0 || args.clients > 1024 {
         return Err("--attempts must be at least 1 and --clients in 1..=1024".into());
+    }
+    if let Some(rate) = args
+        .rate
+        .filter(|rate| !(1..=RATE_PER_S_MAX).contains(rate))
+    {
+        return Err(format!(
+            "--rate {rate}: must be 1..={RATE_PER_S_MAX} operations per second"
+        ));
     }
     let plan = args.faults.plan(args.seed)?;
     let faults = (plan != FaultPlan::none(args.seed)).then_some(plan);

@@ -53,8 +53,7 @@ fn read_shards(files: &[std::path::PathBuf]) -> Result<BTreeMap<String, Vec<Shar
     let mut models: BTreeMap<String, Vec<Shard>> = BTreeMap::new();
     for file in files {
         let name = file.display().to_string();
-        let text = std::fs::read_to_string(file)
-            .map_err(|error| format!("{name}: cannot read: {error}"))?;
+        let text = retrylab::input::read_text(file).map_err(|error| format!("{name}: {error}"))?;
         let lines = text.lines().enumerate();
         for (index, line) in lines.filter(|(_, line)| !line.trim().is_empty()) {
             let at = format!("{name}:{}", index + 1);
@@ -88,6 +87,9 @@ fn read_shards(files: &[std::path::PathBuf]) -> Result<BTreeMap<String, Vec<Shar
     }
     Ok(models)
 }
+
+/// Missing shards named in the message at most (the rest are counted).
+const MISSING_NAMED_MAX: usize = 8;
 
 /// The shards of one model are exactly one run's, all there, each once.
 fn check_shards(model: &str, shards: &[Shard]) -> Result<(), String> {
@@ -136,11 +138,18 @@ fn check_shards(model: &str, shards: &[Shard]) -> Result<(), String> {
         }
         check_walks(model, shard)?;
     }
-    let missing: Vec<String> = (1..=first.n)
+    // N comes from the file: walk only as far as the first few missing shards (at most one step per shard
+    // given, plus the few named), never 1..=N itself, which a hostile "1/1000000000000000" makes endless.
+    let missing_count = first.n - by_k.len() as u64;
+    let mut missing: Vec<String> = (1..=first.n)
         .filter(|k| !by_k.contains_key(k))
+        .take(MISSING_NAMED_MAX)
         .map(|k| format!("{k}/{}", first.n))
         .collect();
-    if !missing.is_empty() {
+    if missing_count > missing.len() as u64 {
+        missing.push(format!("and {} more", missing_count - missing.len() as u64));
+    }
+    if missing_count > 0 {
         let have: Vec<String> = by_k
             .values()
             .map(|s| format!("{}/{} at {}", s.k, s.n, s.at))

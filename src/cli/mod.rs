@@ -62,8 +62,13 @@ fn stack_runtime() -> Result<tokio::runtime::Runtime, i32> {
         })
 }
 
-/// `--max-memory` unless given, for check and simulate alike.
-pub const MAX_MEMORY_MIB_DEFAULT: u64 = 8192;
+/// `--max-memory` unless given, for check and simulate alike: half the memory this process may use (the
+/// smallest cgroup limit or MemAvailable), 64..=8192 MiB (`check::memory_budget`).
+pub fn max_memory_mib(given: Option<u64>) -> u64 {
+    given.unwrap_or_else(|| {
+        retrylab::check::memory_budget::default_max_memory_mib(std::path::Path::new("/"))
+    })
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -148,14 +153,10 @@ pub struct CheckArgs {
     /// Override every model's limits.max-depth.
     #[arg(long)]
     pub max_depth: Option<u32>,
-    /// Stop a search (as incomplete) before its structures exceed this many MiB.
-    #[arg(
-        long,
-        alias = "max-memory-mib",
-        value_name = "MIB",
-        default_value_t = MAX_MEMORY_MIB_DEFAULT
-    )]
-    pub max_memory: u64,
+    /// Stop a search (as incomplete) before its structures exceed this many MiB. Default: half the memory
+    /// available to this process (its cgroup's limit, else MemAvailable), at most 8192.
+    #[arg(long, alias = "max-memory-mib", value_name = "MIB")]
+    pub max_memory: Option<u64>,
     /// Symmetry reduction: merge states that differ only by which client or server process is which.
     #[arg(long)]
     pub symmetry: bool,
@@ -198,14 +199,10 @@ pub struct SimulateArgs {
     pub verbose: bool,
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Stop (as incomplete) before the walks' results held at once could exceed this many MiB.
-    #[arg(
-        long,
-        alias = "max-memory-mib",
-        value_name = "MIB",
-        default_value_t = MAX_MEMORY_MIB_DEFAULT
-    )]
-    pub max_memory: u64,
+    /// Stop (as incomplete) before the walks' results held at once could exceed this many MiB. Default: half
+    /// the memory available to this process (its cgroup's limit, else MemAvailable), at most 8192.
+    #[arg(long, alias = "max-memory-mib", value_name = "MIB")]
+    pub max_memory: Option<u64>,
     /// Run only shard K of N (1-based), e.g. `--shard 3/8`; combine the shards with `retrylab merge`.
     #[arg(long, value_parser = parse_shard)]
     pub shard: Option<(u64, u64)>,

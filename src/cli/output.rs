@@ -167,7 +167,7 @@ pub fn remove_stale_traces(
             continue; // violated: overwritten by this run; incomplete: the old trace may still be right
         }
         let path = trace_path(traces, stem, property);
-        let Ok(text) = std::fs::read_to_string(&path) else {
+        let Ok(text) = retrylab::input::read_text(&path) else {
             continue;
         };
         let file = path.display().to_string();

@@ -1,6 +1,7 @@
 //! `retrylab proxy UPSTREAM`: the seeded fault-injecting proxy on its own, in front of a loopback service, until
 //! Ctrl-C or SIGTERM; then its record (what it did to each request) as JSON lines, on stdout or `--record FILE`.
-//! The first stdout line is its address.
+//! The first stdout line is its address. `--record FILE` is tried for writing before the proxy listens (a run
+//! must not end in an unwritable record), and the record taken at the stop includes the requests still in flight.
 
 use super::fault_args::FaultArgs;
 use super::{EXIT_BAD_INPUT, EXIT_OK};
@@ -39,6 +40,12 @@ pub fn run(args: &ProxyArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
+    if let Some(path) = &args.record {
+        if let Err(message) = check_writable(path) {
+            errln!("error: --record {}: {message}", path.display());
+            return EXIT_BAD_INPUT;
+        }
+    }
     let runtime = match super::stack_runtime() {
         Ok(runtime) => runtime,
         Err(code) => return code,
@@ -56,6 +63,10 @@ pub fn run(args: &ProxyArgs) -> i32 {
             serde_json::to_string(&plan).unwrap_or_default()
         );
         shutdown.await;
+        let not_kept = proxy.events_not_kept();
+        if not_kept > 0 {
+            errln!("the record keeps the first events only: {not_kept} more were not kept");
+        }
         Ok::<_, String>(proxy.record())
     });
     let record = match record {
@@ -81,4 +92,19 @@ pub fn run(args: &ProxyArgs) -> i32 {
         None => lines.iter().for_each(|line| outln!("{line}")),
     }
     EXIT_OK
+}
+
+/// Whether the record can be written where asked: a temporary file in its folder (where the atomic write puts
+/// its own), and not a folder itself.
+fn check_writable(path: &std::path::Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err("is a folder".into());
+    }
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => std::path::Path::new("."),
+    };
+    tempfile::NamedTempFile::new_in(folder)
+        .map(drop)
+        .map_err(|error| format!("cannot write in {}: {error}", folder.display()))
 }

@@ -6,10 +6,10 @@ use retrylab::spec;
 
 pub fn run(args: &ReplayArgs) -> i32 {
     let file = args.trace.display().to_string();
-    let text = match std::fs::read_to_string(&args.trace) {
+    let text = match retrylab::input::read_text(&args.trace) {
         Ok(text) => text,
         Err(error) => {
-            errln!("error: {file}: cannot read: {error}");
+            errln!("error: {file}: {error}");
             return EXIT_BAD_INPUT;
         }
     };
@@ -69,13 +69,14 @@ pub fn run(args: &ReplayArgs) -> i32 {
 /// them, so from another folder a file can look gone.
 fn model_file_warning(trace: &spec::WorldTrace) -> Option<String> {
     let path = &trace.model;
-    match std::fs::read_to_string(path) {
+    // The path comes from the trace file: read it as any input (a trace naming /dev/zero must not fill memory).
+    match retrylab::input::read_text(std::path::Path::new(path)) {
         Ok(text) if text == trace.model_source => None,
         Ok(_) => Some(format!(
             "{path} has changed since this trace was written: replayed the model text stored in the trace (check \
              the model again for a current trace)"
         )),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Some(format!(
+        Err(error) if error.not_found => Some(format!(
             "{path} is gone (from this folder): replayed the model text stored in the trace"
         )),
         Err(error) => Some(format!(

@@ -4,6 +4,7 @@
 //! first stdout line; Ctrl-C or SIGTERM stops it after the requests in flight.
 
 use super::{EXIT_BAD_INPUT, EXIT_OK};
+use retrylab::loopback::{check_postgres_url, check_redis_url};
 use retrylab::stack::connection::{Database, Keys};
 use retrylab::stack::crash_at::CrashAt;
 use retrylab::stack::design::Design;
@@ -41,21 +42,6 @@ pub struct ServeArgs {
     pub lease_ms: u64,
 }
 
-/// Whether a `scheme://[user@]host[:port]/...` URL names a loopback host.
-fn url_is_loopback(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split('/').next().unwrap_or("");
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = match host_port.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => host_port.split(':').next().unwrap_or(""),
-    };
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
 fn config(args: &ServeArgs) -> Result<(ServiceConfig, Option<tempfile::TempDir>), String> {
     let design = Design::from_name(&args.design).map_err(|e| format!("--design: {e}"))?;
     let (database, temporary) = match args.store.as_deref() {
@@ -70,9 +56,7 @@ fn config(args: &ServeArgs) -> Result<(ServiceConfig, Option<tempfile::TempDir>)
         Some(text) => match text.strip_prefix("sqlite:") {
             Some(path) if !path.is_empty() => (Database::Sqlite(PathBuf::from(path)), None),
             _ if text.starts_with("postgres://") || text.starts_with("postgresql://") => {
-                if !url_is_loopback(text) {
-                    return Err(format!("--store {text}: only a loopback host is allowed"));
-                }
+                check_postgres_url(text).map_err(|why| format!("--store {why}"))?;
                 (Database::Postgres(text.to_string()), None)
             }
             _ => {
@@ -85,9 +69,7 @@ fn config(args: &ServeArgs) -> Result<(ServiceConfig, Option<tempfile::TempDir>)
     let keys = match args.keys.as_str() {
         "same-database" => Keys::SameDatabase,
         url if url.starts_with("redis://") => {
-            if !url_is_loopback(url) {
-                return Err(format!("--keys {url}: only a loopback host is allowed"));
-            }
+            check_redis_url(url).map_err(|why| format!("--keys {why}"))?;
             if !design.uses_key_value_store() {
                 return Err(format!(
                     "--keys {url}: the design {} keeps no keys in a key-value store (separate-kv does)",
@@ -221,19 +203,5 @@ pub fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()
         Ok(async {
             let _ = tokio::signal::ctrl_c().await;
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn only_loopback_urls() {
-        assert!(super::url_is_loopback(
-            "postgres://postgres@127.0.0.1:5432/postgres"
-        ));
-        assert!(super::url_is_loopback("redis://localhost:6379"));
-        assert!(super::url_is_loopback("redis://[::1]:6379/0"));
-        assert!(!super::url_is_loopback("redis://10.1.2.3:6379"));
-        assert!(!super::url_is_loopback("postgres://u:p@db.example.com/x"));
     }
 }

@@ -93,7 +93,7 @@ fn simulate_one(
     let started = Instant::now();
     let mut checker = Checker::new(&model.world)
         .max_depth(args.max_depth)
-        .max_memory_mib(args.max_memory);
+        .max_memory_mib(super::max_memory_mib(args.max_memory));
     if let Some((k, n)) = args.shard {
         checker = checker.shard(k, n);
     }

@@ -6,6 +6,10 @@
 //! Saving and opening a walk go through [`Traces`]: [`TraceFiles`] writes the project's trace files (what
 //! `retrylab replay` takes for a model file); without one, the page's save and open say so.
 //!
+//! Only this server's own page may drive it ([`Guard`]): every request must name a loopback host with the served
+//! port in its `Host` header (a DNS-rebinding page names its own host, and is refused before it can read the
+//! model), and a save (the one route that writes a file) must carry the per-run token written into the page.
+//!
 //! ```no_run
 //! # fn demo<M: retrylab::check::Model + Send + 'static>(model: M) -> Result<(), String> {
 //! use retrylab::loopback::loopback_address;
@@ -17,8 +21,9 @@
 
 use super::{explore_run, html, ExploredPath};
 use crate::check::{self, Model};
-use axum::extract::{Json, State};
-use axum::http::StatusCode;
+use axum::extract::{Json, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -80,14 +85,88 @@ pub struct Saved {
     pub trace: String,
 }
 
-/// The routes: `/` (the page), `POST /api/path`, `/api/save`, `/api/open`.
-pub fn router<M: Model + Send + 'static>(explorer: Arc<Explorer<M>>) -> Router {
+/// The header carrying the per-run token that a save must present.
+pub const TOKEN_HEADER: &str = "x-retrylab-token";
+
+/// Who may use a served explorer: requests whose `Host` is loopback with `port`, and for a save the `token`.
+#[derive(Clone, Debug)]
+pub struct Guard {
+    pub port: u16,
+    pub token: String,
+}
+
+impl Guard {
+    /// A guard for `port` with a fresh token: 128 bits from the operating system's generator. A secret has to
+    /// be unpredictable; it is never explored, hashed or written to a file, only into the served page.
+    pub fn new(port: u16) -> Guard {
+        let bits: u128 = rand::random();
+        Guard {
+            port,
+            token: format!("{bits:032x}"),
+        }
+    }
+
+    /// Whether a `Host` header names this server: a loopback host (`localhost`, 127.0.0.0/8, `[::1]`) and the
+    /// served port (a missing port is 80, as a browser omits it).
+    pub fn host_allowed(&self, host: &str) -> bool {
+        let (name, port) = match host.rsplit_once(':') {
+            Some((name, port)) if !port.contains(']') => (name, port.parse::<u16>().ok()),
+            _ => (host, Some(80)),
+        };
+        port == Some(self.port) && crate::loopback::host_is_loopback(name)
+    }
+}
+
+/// The routes: `/` (the page), `POST /api/path`, `/api/save`, `/api/open`, behind `guard`.
+pub fn router<M: Model + Send + 'static>(explorer: Arc<Explorer<M>>, guard: Guard) -> Router {
     Router::new()
         .route("/", get(page::<M>))
         .route("/api/path", post(path::<M>))
         .route("/api/save", post(save::<M>))
         .route("/api/open", post(open::<M>))
+        .layer(axum::middleware::from_fn_with_state(guard.clone(), guarded))
+        .layer(axum::Extension(guard))
         .with_state(explorer)
+}
+
+/// 403 with one line.
+fn forbidden(message: String) -> Response {
+    (StatusCode::FORBIDDEN, message).into_response()
+}
+
+/// The guard in front of every route: the Host check, then the token for a save.
+async fn guarded(State(guard): State<Guard>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    if !guard.host_allowed(host) {
+        return forbidden(format!(
+            "Host '{host}' is not this server's (a loopback host with port {})",
+            guard.port
+        ));
+    }
+    if request.uri().path() == "/api/save" && !token_matches(headers, &guard.token) {
+        return forbidden(format!(
+            "a save needs this run's token in {TOKEN_HEADER} (the served page sends it)"
+        ));
+    }
+    next.run(request).await
+}
+
+/// The token compared without stopping at the first difference (no timing hint of a prefix).
+fn token_matches(headers: &HeaderMap, token: &str) -> bool {
+    let given = headers
+        .get(TOKEN_HEADER)
+        .map(|value| value.as_bytes())
+        .unwrap_or_default();
+    given.len() == token.len()
+        && given
+            .iter()
+            .zip(token.as_bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
 }
 
 /// Serve `explorer` on `address` (a loopback one: `loopback::loopback_address`) until the process stops; `listening` gets the URL
@@ -107,9 +186,12 @@ pub fn serve<M: Model + Send + 'static>(
             .map_err(|error| format!("--listen {address}: cannot listen: {error}"))?;
         let bound = listener.local_addr().unwrap_or(address);
         listening(&format!("http://{bound}/"));
-        axum::serve(listener, router(Arc::new(explorer)))
-            .await
-            .map_err(|error| format!("the server stopped: {error}"))
+        axum::serve(
+            listener,
+            router(Arc::new(explorer), Guard::new(bound.port())),
+        )
+        .await
+        .map_err(|error| format!("the server stopped: {error}"))
     })
 }
 
@@ -175,7 +257,10 @@ fn no_traces() -> ApiError {
     )
 }
 
-async fn page<M: Model>(State(explorer): State<Arc<Explorer<M>>>) -> Html<String> {
+async fn page<M: Model>(
+    State(explorer): State<Arc<Explorer<M>>>,
+    axum::Extension(guard): axum::Extension<Guard>,
+) -> Html<String> {
     let names = explorer
         .traces
         .as_ref()
@@ -184,6 +269,7 @@ async fn page<M: Model>(State(explorer): State<Arc<Explorer<M>>>) -> Html<String
         &explorer.title,
         &explorer.subtitle,
         names.as_deref(),
+        &guard.token,
     ))
 }
 

@@ -66,13 +66,20 @@ pub fn trace_page<M: Model>(
 /// The page `retrylab explore` serves: the explorer with the enabled actions, back, restart, save and open.
 /// `properties` are the names a saved trace may decide (the first the path violates unless one is chosen);
 /// `None`: the server keeps no traces, and the save and open controls are hidden.
-pub fn explore_page(title: &str, subtitle: &str, properties: Option<&[String]>) -> String {
+/// `token`: the run's write token, which the page's script sends with a save (`explore_server::Guard`).
+pub fn explore_page(
+    title: &str,
+    subtitle: &str,
+    properties: Option<&[String]>,
+    token: &str,
+) -> String {
     let options: String = properties
         .unwrap_or_default()
         .iter()
         .map(|name| format!("<option value=\"{0}\">{0}</option>", escape(name)))
         .collect();
     let hidden = if properties.is_some() { "" } else { " hidden" };
+    let token = json_for_script(&token);
     let body = format!(
         "<main>\n<div>\n<div class=\"controls\"><button id=\"back\">Back</button>\
          <button id=\"restart\">Restart</button><span id=\"position\" class=\"note\"></span></div>\n\
@@ -85,7 +92,7 @@ pub fn explore_page(title: &str, subtitle: &str, properties: Option<&[String]>) 
          <input type=\"file\" id=\"open\" accept=\".json,application/json\"></p></div>\
          <p class=\"error\" id=\"error\"></p>\n</div>\n\
          <div><h2 class=\"now\" id=\"now\"></h2><div id=\"panels\"></div></div>\n</main>\n\
-         <script>{SHARED_JS}\n{EXPLORE_JS}</script>\n"
+         <script>const WRITE_TOKEN = {token};\n{SHARED_JS}\n{EXPLORE_JS}</script>\n"
     );
     page(title, subtitle, &body)
 }
@@ -120,10 +127,10 @@ mod tests {
 
     #[test]
     fn pages_need_no_network() {
-        let page = explore_page("t <x>", "s", Some(&["p".to_string()]));
+        let page = explore_page("t <x>", "s", Some(&["p".to_string()]), "abc");
         assert!(page.contains("<title>t &lt;x&gt;</title>"));
         assert!(page.contains("<div id=\"traces\">"));
-        assert!(explore_page("t", "s", None).contains("<div id=\"traces\" hidden>"));
+        assert!(explore_page("t", "s", None, "abc").contains("<div id=\"traces\" hidden>"));
         for remote in ["http://", "https://", "src=\"//"] {
             assert!(!page.contains(remote), "{remote} in the explore page");
         }

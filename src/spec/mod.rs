@@ -66,8 +66,16 @@ impl Model {
 /// Read and parse a model file.
 pub fn load_model(path: &Path) -> Result<Model, SpecError> {
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| SpecError::whole_file(&name, "", &format!("cannot read: {error}")))?;
+    let text = crate::input::read_text(path).map_err(|error| match error.position {
+        Some((line, column)) => SpecError {
+            file: name.clone(),
+            line,
+            column,
+            field: String::new(),
+            message: error.message,
+        },
+        None => SpecError::whole_file(&name, "", &error.message),
+    })?;
     parse_model(&name, &text)
 }
 
@@ -78,7 +86,8 @@ pub fn model_files(path: &Path) -> Result<Vec<std::path::PathBuf>, SpecError> {
     let name = path.display().to_string();
     let metadata = std::fs::metadata(path)
         .map_err(|error| SpecError::whole_file(&name, "", &format!("cannot read: {error}")))?;
-    if metadata.is_file() {
+    if !metadata.is_dir() {
+        // A file, or something that is not one (a FIFO, a device): reading it says which.
         return Ok(vec![path.to_path_buf()]);
     }
     let mut files = Vec::new();
@@ -111,7 +120,8 @@ pub fn model_files(path: &Path) -> Result<Vec<std::path::PathBuf>, SpecError> {
             } else if entry_path
                 .extension()
                 .is_some_and(|extension| extension == "toml")
-                && std::fs::read_to_string(&entry_path).map_or(true, |text| is_model_text(&text))
+                // A file that cannot be read (a FIFO, a device, not UTF-8) is kept: checking it says why.
+                && crate::input::read_text(&entry_path).map_or(true, |text| is_model_text(&text))
             {
                 files.push(entry_path);
             }

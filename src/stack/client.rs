@@ -122,7 +122,7 @@ impl RetryingClient {
                 .get("retry-after")
                 .and_then(|value| value.to_str().ok())
                 .and_then(retry_after_ms);
-            let body = response.text().await?;
+            let body = body_sample(response).await?;
             Ok::<_, reqwest::Error>((status, retry_after, body))
         }
         .await;
@@ -197,6 +197,21 @@ fn outcome(
         gave_up,
         elapsed: started.elapsed(),
     }
+}
+
+/// The most of a response body an outcome keeps: a payment's answer is a few hundred bytes, and a service that
+/// answers gigabytes must not make the client hold them (the rest is read and dropped, within the attempt's
+/// timeout, so the connection ends cleanly).
+pub const BODY_KEPT_BYTES: usize = 64 << 10;
+
+/// The first `BODY_KEPT_BYTES` of the body, as text.
+async fn body_sample(mut response: reqwest::Response) -> Result<String, reqwest::Error> {
+    let mut kept = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        let room = BODY_KEPT_BYTES - kept.len();
+        kept.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    Ok(String::from_utf8_lossy(&kept).into_owned())
 }
 
 /// An error with its causes, on one line (reqwest's own message is only the outermost).

@@ -245,19 +245,15 @@ fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, HttpError> {
     }
 }
 
-/// A request as the proxy reads it: its head's lines, headers, and body; `None` when the peer closed first.
+/// A request as the proxy reads it: its head's lines, headers, and body (by `Content-Length` or chunked, kept
+/// chunked as sent); `None` when the peer closed first.
 pub async fn read_request(stream: &mut TcpStream) -> Result<Option<Vec<u8>>, HttpError> {
     let mut bytes = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
         if let Some((head, rest)) = split_head(&bytes) {
             let headers = parse_headers(head.split("\r\n").skip(1));
-            let length = headers
-                .iter()
-                .find(|(n, _)| n == "content-length")
-                .and_then(|(_, v)| v.parse::<usize>().ok())
-                .unwrap_or(0);
-            if rest.len() >= length {
+            if let Some(length) = request_body_end(&headers, rest)? {
                 let total = bytes.len() - rest.len() + length;
                 bytes.truncate(total);
                 return Ok(Some(bytes));
@@ -275,6 +271,59 @@ pub async fn read_request(stream: &mut TcpStream) -> Result<Option<Vec<u8>>, Htt
         if bytes.len() > MESSAGE_BYTES_MAX {
             return Err(HttpError::Malformed("request too large".into()));
         }
+    }
+}
+
+/// Where a request's body ends in `rest` (the bytes after its head), or `None` while more must be read. A
+/// chunked body ends after its last chunk and trailers: taking only the head of one (as if its length were 0)
+/// left the upstream waiting for chunks the proxy never sent, and both waited for ever.
+fn request_body_end(headers: &[(String, String)], rest: &[u8]) -> Result<Option<usize>, HttpError> {
+    let chunked = headers.iter().any(|(name, value)| {
+        name == "transfer-encoding" && value.to_ascii_lowercase().contains("chunked")
+    });
+    if chunked {
+        return chunked_end(rest);
+    }
+    let length = match headers.iter().find(|(name, _)| name == "content-length") {
+        Some((_, value)) => value
+            .parse::<usize>()
+            .map_err(|_| HttpError::Malformed(format!("content-length '{value}'")))?,
+        None => 0,
+    };
+    Ok((rest.len() >= length).then_some(length))
+}
+
+/// The end of a complete chunked body at the start of `rest`, or `None` while it is incomplete.
+fn chunked_end(rest: &[u8]) -> Result<Option<usize>, HttpError> {
+    let line_end = |from: usize| rest[from..].windows(2).position(|w| w == b"\r\n");
+    let mut at = 0;
+    loop {
+        let Some(length) = line_end(at) else {
+            return Ok(None);
+        };
+        let size_text = String::from_utf8_lossy(&rest[at..at + length]);
+        let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
+            .map_err(|_| HttpError::Malformed(format!("chunk size '{size_text}'")))?;
+        at += length + 2;
+        if size == 0 {
+            // Trailer lines, then an empty line.
+            loop {
+                let Some(length) = line_end(at) else {
+                    return Ok(None);
+                };
+                at += length + 2;
+                if length == 0 {
+                    return Ok(Some(at));
+                }
+            }
+        }
+        let with_crlf = size
+            .checked_add(2)
+            .ok_or_else(|| HttpError::Malformed(format!("chunk size '{size_text}'")))?;
+        if rest.len() - at < with_crlf {
+            return Ok(None);
+        }
+        at += with_crlf;
     }
 }
 
@@ -338,6 +387,30 @@ mod tests {
             parse_response(b"HTTP/1.1 200 OK\r\n"),
             Err(HttpError::Closed)
         ));
+    }
+
+    #[test]
+    fn chunked_requests_end_after_their_last_chunk_and_trailers() {
+        let head = vec![("transfer-encoding".to_string(), "chunked".to_string())];
+        let body = b"3\r\nabc\r\n0\r\n\r\nNEXT";
+        assert_eq!(request_body_end(&head, body).unwrap(), Some(body.len() - 4));
+        let trailers = b"1\r\na\r\n0\r\nX-T: 1\r\n\r\n";
+        assert_eq!(
+            request_body_end(&head, trailers).unwrap(),
+            Some(trailers.len())
+        );
+        for partial in [&b"3\r\nab"[..], b"3\r\nabc\r\n", b"3\r\nabc\r\n0\r\n", b""] {
+            assert_eq!(
+                request_body_end(&head, partial).unwrap(),
+                None,
+                "{partial:?}"
+            );
+        }
+        assert!(request_body_end(&head, b"zz\r\n").is_err());
+        assert!(request_body_end(&head, b"ffffffffffffffffff\r\n").is_err());
+        let length = vec![("content-length".to_string(), "x".to_string())];
+        assert!(request_body_end(&length, b"").is_err());
+        assert_eq!(request_body_end(&[], b"ignored").unwrap(), Some(0));
     }
 
     #[test]

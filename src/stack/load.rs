@@ -15,6 +15,28 @@ use std::time::{Duration, Instant};
 pub const IN_FLIGHT_MAX: usize = 1024;
 /// The longest run.
 pub const DURATION_MAX: Duration = Duration::from_secs(600);
+/// The highest open-loop rate: one operation per microsecond. Above 2^31 the tick period rounded to 0 ns and
+/// tokio's interval panicked; long before that no loopback service keeps up.
+pub const RATE_PER_S_MAX: u32 = 1_000_000;
+
+/// What the report needs of one operation (an `Outcome` holds its key and last body: a run of millions of
+/// operations kept them all, 1.42 GB in 5 s).
+#[derive(Clone, Copy, Debug)]
+struct Done {
+    latency_ms: f64,
+    succeeded: bool,
+    attempts: u64,
+}
+
+impl Done {
+    fn of(outcome: &Outcome) -> Done {
+        Done {
+            latency_ms: outcome.elapsed.as_secs_f64() * 1000.0,
+            succeeded: outcome.succeeded(),
+            attempts: outcome.attempts.len() as u64,
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct LoadConfig {
@@ -115,27 +137,18 @@ pub async fn run_load(config: &LoadConfig) -> Result<LoadReport, String> {
     };
     let elapsed_s = started.elapsed().as_secs_f64();
     let after = count(&config.count_url).await?;
-    let mut latencies: Vec<f64> = outcomes
-        .iter()
-        .map(|o| o.elapsed.as_secs_f64() * 1000.0)
-        .collect();
+    let mut latencies: Vec<f64> = outcomes.iter().map(|o| o.latency_ms).collect();
     latencies.sort_by(f64::total_cmp);
     let operations = outcomes.len() as u64;
-    let succeeded = outcomes.iter().filter(|o| o.succeeded()).count() as u64;
+    let succeeded = outcomes.iter().filter(|o| o.succeeded).count() as u64;
     let effects = match (before, after) {
         (Some(before), Some(after)) => Some(after.saturating_sub(before)),
         _ => None,
     };
-    let mut proxy_actions = BTreeMap::new();
-    if let Some(proxy) = &proxy {
-        for event in proxy.record() {
-            let name = serde_json::to_value(event.action)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_else(|| format!("{:?}", event.action));
-            *proxy_actions.entry(name).or_insert(0) += 1;
-        }
-    }
+    let proxy_actions: BTreeMap<String, u64> = proxy
+        .as_ref()
+        .map(|proxy| proxy.action_counts())
+        .unwrap_or_default();
     Ok(LoadReport {
         mode: match config.rate_per_s {
             None => format!("closed loop, {} clients", config.clients),
@@ -143,7 +156,7 @@ pub async fn run_load(config: &LoadConfig) -> Result<LoadReport, String> {
         },
         elapsed_s,
         operations,
-        requests: outcomes.iter().map(|o| o.attempts.len() as u64).sum(),
+        requests: outcomes.iter().map(|o| o.attempts).sum(),
         succeeded,
         gave_up: operations - succeeded,
         effects,
@@ -162,7 +175,7 @@ async fn closed_loop(
     config: &LoadConfig,
     target: &Url,
     deadline: Instant,
-) -> Result<Vec<Outcome>, String> {
+) -> Result<Vec<Done>, String> {
     let mut tasks = Vec::new();
     for index in 0..config.clients {
         let client = client_for(config, index as u64)?;
@@ -171,7 +184,7 @@ async fn closed_loop(
             let mut outcomes = Vec::new();
             while Instant::now() < deadline {
                 let operation = client.operation(&body);
-                outcomes.push(client.send(&target, &operation).await);
+                outcomes.push(Done::of(&client.send(&target, &operation).await));
             }
             outcomes
         }));
@@ -188,12 +201,15 @@ async fn open_loop(
     target: &Url,
     deadline: Instant,
     rate_per_s: u32,
-) -> Result<(Vec<Outcome>, u64), String> {
-    if rate_per_s == 0 {
-        return Err("the rate must be at least 1 operation/s".into());
+) -> Result<(Vec<Done>, u64), String> {
+    if !(1..=RATE_PER_S_MAX).contains(&rate_per_s) {
+        return Err(format!(
+            "the rate must be 1..={RATE_PER_S_MAX} operations/s, not {rate_per_s}"
+        ));
     }
     let client = client_for(config, 0)?;
-    let mut ticker = tokio::time::interval(Duration::from_secs_f64(1.0 / rate_per_s as f64));
+    let period_ns = 1_000_000_000 / u64::from(rate_per_s);
+    let mut ticker = tokio::time::interval(Duration::from_nanos(period_ns));
     let mut tasks = tokio::task::JoinSet::new();
     let mut outcomes = Vec::new();
     let mut skipped = 0;
@@ -209,7 +225,7 @@ async fn open_loop(
         let (client, target, body) = (client.clone(), target.clone(), config.body.clone());
         tasks.spawn(async move {
             let operation = client.operation(&body);
-            client.send(&target, &operation).await
+            Done::of(&client.send(&target, &operation).await)
         });
     }
     while let Some(done) = tasks.join_next().await {

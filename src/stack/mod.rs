@@ -18,4 +18,5 @@ pub mod load;
 pub mod probe;
 pub mod proxy;
 pub mod redis_kv;
+pub mod server;
 pub mod service;

@@ -4,16 +4,37 @@
 //! integer-ratio probability and within an optional budget; the faults of the 1st, 2nd, ... request are a
 //! function of the seed alone (`plan_actions`), and every request's fate is recorded, so a run can be explained
 //! and replayed.
+//!
+//! Bounded on every side: a request must arrive within `REQUEST_TIMEOUT` and the upstream answer within
+//! `UPSTREAM_TIMEOUT`; at most `CONNECTIONS_MAX` clients are served at once (the rest wait in the backlog); the
+//! record keeps `RECORD_EVENTS_MAX` events, the first `RECORD_BODIES_MAX` with a sample of the upstream's body
+//! (`BODY_SAMPLE_BYTES`), and counts every action whatever it keeps.
 
 use super::http::{read_request, read_to_end, request_header, with_connection_close, HttpError};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
+
+/// To receive a whole request (head and body) from a client.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// For the upstream to take a request and answer it to the end.
+pub const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(60);
+/// To hand a response to the client.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Clients served at once (each holds two descriptors: its own connection and the upstream's).
+pub const CONNECTIONS_MAX: usize = 256;
+/// Events the record keeps (the rest are counted by `Proxy::action_counts`).
+pub const RECORD_EVENTS_MAX: usize = 100_000;
+/// Events whose upstream body the record keeps a sample of.
+pub const RECORD_BODIES_MAX: usize = 1_000;
+/// The most of an upstream body kept in one event (a payment's answer is a few hundred bytes).
+pub const BODY_SAMPLE_BYTES: usize = 64 << 10;
 
 /// `num/den`: a probability as an integer ratio.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -180,10 +201,24 @@ pub struct ProxyEvent {
     pub key: Option<String>,
     /// The upstream's statuses (two for a duplicate, none for a reset or an upstream that did not answer).
     pub upstream_statuses: Vec<u16>,
-    /// The first upstream response's body (what a dropped response said).
+    /// The first upstream response's body (what a dropped response said), at most `BODY_SAMPLE_BYTES` of it,
+    /// for the first `RECORD_BODIES_MAX` events.
     pub upstream_body: Option<String>,
     /// Whether the client got a response.
     pub delivered: bool,
+    /// Still being handled when the record was taken (the proxy was stopping): what it did so far.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub in_flight: bool,
+}
+
+/// What the proxy has done: the events kept, the ones in progress, and every action counted.
+#[derive(Default)]
+struct Record {
+    events: Vec<ProxyEvent>,
+    in_flight: BTreeMap<u64, ProxyEvent>,
+    counts: BTreeMap<String, u64>,
+    /// Events finished but not kept (beyond `RECORD_EVENTS_MAX`).
+    not_kept: u64,
 }
 
 struct Shared {
@@ -191,7 +226,21 @@ struct Shared {
     key_header: String,
     delay: Duration,
     planner: Mutex<(u64, Planner)>,
-    record: Mutex<Vec<ProxyEvent>>,
+    record: Mutex<Record>,
+}
+
+impl Shared {
+    fn record(&self) -> std::sync::MutexGuard<'_, Record> {
+        self.record.lock().expect("the record's lock")
+    }
+}
+
+/// An action's name as the record writes it (`drop-response`).
+pub fn action_name(action: Action) -> String {
+    serde_json::to_value(action)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{action:?}"))
 }
 
 /// A running proxy; stops when dropped.
@@ -219,12 +268,27 @@ impl Proxy {
             key_header: key_header.to_string(),
             delay: Duration::from_millis(plan.delay_ms),
             planner: Mutex::new((0, Planner::new(plan))),
-            record: Mutex::new(Vec::new()),
+            record: Mutex::new(Record::default()),
         });
         let accepting = shared.clone();
         let task = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(handle(accepting.clone(), stream));
+            let slots = Arc::new(tokio::sync::Semaphore::new(CONNECTIONS_MAX));
+            loop {
+                // A free slot first, then a connection: beyond the limit, clients wait in the backlog.
+                let Ok(slot) = slots.clone().acquire_owned().await else {
+                    return;
+                };
+                match listener.accept().await {
+                    Ok((stream, _)) => {
+                        let shared = accepting.clone();
+                        tokio::spawn(async move {
+                            handle(shared, stream).await;
+                            drop(slot);
+                        });
+                    }
+                    // Out of descriptors: wait, the clients stay queued.
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
             }
         });
         Ok(Proxy {
@@ -234,16 +298,24 @@ impl Proxy {
         })
     }
 
-    /// Every request's fate so far, in arrival order.
+    /// Every request's fate so far (the first `RECORD_EVENTS_MAX` finished, then those still in flight), in
+    /// arrival order.
     pub fn record(&self) -> Vec<ProxyEvent> {
-        let mut record = self
-            .shared
-            .record
-            .lock()
-            .expect("the record's lock")
-            .clone();
-        record.sort_by_key(|event| event.index);
-        record
+        let record = self.shared.record();
+        let mut events = record.events.clone();
+        events.extend(record.in_flight.values().cloned());
+        events.sort_by_key(|event| event.index);
+        events
+    }
+
+    /// How many requests got each action (by `action_name`), every request counted, kept in the record or not.
+    pub fn action_counts(&self) -> BTreeMap<String, u64> {
+        self.shared.record().counts.clone()
+    }
+
+    /// Finished events the record did not keep (beyond `RECORD_EVENTS_MAX`).
+    pub fn events_not_kept(&self) -> u64 {
+        self.shared.record().not_kept
     }
 }
 
@@ -253,24 +325,69 @@ impl Drop for Proxy {
     }
 }
 
-/// Send a raw request upstream, read the raw response to its end.
+/// Send a raw request upstream, read the raw response to its end, within `UPSTREAM_TIMEOUT`.
 async fn forward(upstream: SocketAddr, request: &[u8]) -> Result<Vec<u8>, HttpError> {
-    let mut stream = TcpStream::connect(upstream)
+    let exchange = async {
+        let mut stream = TcpStream::connect(upstream)
+            .await
+            .map_err(|error| HttpError::Connect(upstream, error))?;
+        stream.write_all(&with_connection_close(request)).await?;
+        read_to_end(&mut stream).await
+    };
+    tokio::time::timeout(UPSTREAM_TIMEOUT, exchange)
         .await
-        .map_err(|error| HttpError::Connect(upstream, error))?;
-    stream.write_all(&with_connection_close(request)).await?;
-    read_to_end(&mut stream).await
+        .map_err(|_| HttpError::Timeout(UPSTREAM_TIMEOUT))?
 }
 
 fn status_and_body(response: &[u8]) -> (Option<u16>, Option<String>) {
     match super::http::parse_response(response) {
-        Ok(parsed) => (Some(parsed.status), Some(parsed.body)),
+        Ok(parsed) => (Some(parsed.status), Some(sample(parsed.body))),
         Err(_) => (None, None),
     }
 }
 
+/// At most `BODY_SAMPLE_BYTES` of a body (cut at a character boundary).
+fn sample(mut body: String) -> String {
+    if body.len() > BODY_SAMPLE_BYTES {
+        let mut end = BODY_SAMPLE_BYTES;
+        while !body.is_char_boundary(end) {
+            end -= 1;
+        }
+        body.truncate(end);
+        // Truncating keeps the capacity: without this every event held its whole body (488 MB for 120 4-MiB
+        // answers, measured).
+        body.shrink_to_fit();
+    }
+    body
+}
+
+/// An event finished: counted, kept while there is room (its body while there is room for bodies).
+fn finish(shared: &Shared, mut event: ProxyEvent) {
+    let mut record = shared.record();
+    record.in_flight.remove(&event.index);
+    *record.counts.entry(action_name(event.action)).or_insert(0) += 1;
+    if record.events.len() >= RECORD_EVENTS_MAX {
+        record.not_kept += 1;
+        return;
+    }
+    if record.events.len() >= RECORD_BODIES_MAX {
+        event.upstream_body = None;
+    }
+    record.events.push(event);
+}
+
+/// The event so far, visible to `Proxy::record` while the request is handled.
+fn progress(shared: &Shared, event: &ProxyEvent) {
+    let mut in_flight = event.clone();
+    in_flight.in_flight = true;
+    shared.record().in_flight.insert(event.index, in_flight);
+}
+
 async fn handle(shared: Arc<Shared>, mut client: TcpStream) {
-    let Ok(Some(request)) = read_request(&mut client).await else {
+    let read = tokio::time::timeout(REQUEST_TIMEOUT, read_request(&mut client)).await;
+    let Ok(Ok(Some(request))) = read else {
+        // Nothing, half a request, or too slow: a reset (the client is not told anything was answered).
+        let _ = client.set_zero_linger();
         return;
     };
     let (index, action) = {
@@ -286,23 +403,29 @@ async fn handle(shared: Arc<Shared>, mut client: TcpStream) {
         upstream_statuses: Vec::new(),
         upstream_body: None,
         delivered: false,
+        in_flight: false,
     };
+    progress(&shared, &event);
     if action == Action::Delay {
         tokio::time::sleep(shared.delay).await;
     }
     if action != Action::Reset {
         let first = forward(shared.upstream, &request).await.ok();
+        if let Some(first) = &first {
+            let (status, body) = status_and_body(first);
+            event.upstream_statuses.push(status.unwrap_or(0));
+            event.upstream_body = body;
+            progress(&shared, &event);
+        }
         if action == Action::Duplicate {
             if let Ok(second) = forward(shared.upstream, &request).await {
                 event.upstream_statuses.extend(status_and_body(&second).0);
             }
         }
         if let Some(first) = first {
-            let (status, body) = status_and_body(&first);
-            event.upstream_statuses.insert(0, status.unwrap_or(0));
-            event.upstream_body = body;
             if action != Action::DropResponse {
-                event.delivered = client.write_all(&first).await.is_ok();
+                let write = tokio::time::timeout(WRITE_TIMEOUT, client.write_all(&first)).await;
+                event.delivered = matches!(write, Ok(Ok(())));
             }
         }
     }
@@ -311,7 +434,7 @@ async fn handle(shared: Arc<Shared>, mut client: TcpStream) {
         let _ = client.set_zero_linger();
     }
     drop(client);
-    shared.record.lock().expect("the record's lock").push(event);
+    finish(&shared, event);
 }
 
 #[cfg(test)]
@@ -383,5 +506,63 @@ mod tests {
                 Action::Forward
             ]
         );
+    }
+
+    #[test]
+    fn the_record_is_bounded_and_counts_everything() {
+        let shared = Shared {
+            upstream: "127.0.0.1:9".parse().unwrap(),
+            key_header: "Idempotency-Key".into(),
+            delay: Duration::ZERO,
+            planner: Mutex::new((0, Planner::new(FaultPlan::none(0)))),
+            record: Mutex::new(Record::default()),
+        };
+        let event = |index: u64| ProxyEvent {
+            index,
+            action: Action::Forward,
+            key: None,
+            upstream_statuses: vec![201],
+            upstream_body: Some("x".repeat(BODY_SAMPLE_BYTES * 2)),
+            delivered: true,
+            in_flight: false,
+        };
+        let total = RECORD_EVENTS_MAX as u64 + 5;
+        for index in 0..total {
+            let mut event = event(index);
+            event.upstream_body = event.upstream_body.map(sample);
+            progress(&shared, &event);
+            finish(&shared, event);
+        }
+        let record = shared.record();
+        assert_eq!(record.events.len(), RECORD_EVENTS_MAX);
+        assert_eq!(record.not_kept, 5);
+        assert!(record.in_flight.is_empty());
+        assert_eq!(record.counts["forward"], total);
+        let bodies = record.events.iter().filter(|e| e.upstream_body.is_some());
+        assert_eq!(bodies.clone().count(), RECORD_BODIES_MAX);
+        assert!(bodies
+            .map(|e| e.upstream_body.as_ref().unwrap().len())
+            .all(|len| len == BODY_SAMPLE_BYTES));
+        drop(record);
+        // A request still in flight is in the record, marked.
+        progress(&shared, &event(total));
+        let in_flight = &shared.record().in_flight[&total];
+        assert!(in_flight.in_flight);
+        assert!(serde_json::to_string(in_flight)
+            .unwrap()
+            .contains("\"in_flight\":true"));
+        assert!(!serde_json::to_string(&event(0))
+            .unwrap()
+            .contains("in_flight"));
+    }
+
+    #[test]
+    fn samples_cut_at_a_character_boundary() {
+        let text = format!("{}é", "a".repeat(BODY_SAMPLE_BYTES - 1));
+        assert_eq!(sample(text).len(), BODY_SAMPLE_BYTES - 1);
+        // The memory is given back too (truncating alone kept the whole body's capacity).
+        let kept = sample("x".repeat(BODY_SAMPLE_BYTES * 16));
+        assert!(kept.capacity() <= BODY_SAMPLE_BYTES, "{}", kept.capacity());
+        assert_eq!(sample("short".into()), "short");
     }
 }

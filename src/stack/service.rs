@@ -48,7 +48,13 @@ struct Service {
     config: ServiceConfig,
     clock: Clock,
     idle: Mutex<Vec<Connection>>,
+    /// Store connections in use at most: a burst larger than this queues here instead of opening a connection
+    /// per request (PostgreSQL refuses beyond its `max_connections`, 100 by default, and each is a descriptor).
+    in_use: tokio::sync::Semaphore,
 }
+
+/// Store connections in use at once at most (see `Service::in_use`).
+const STORE_CONNECTIONS_MAX: usize = 64;
 
 impl Service {
     fn connection(&self) -> Result<Connection, StoreError> {
@@ -118,6 +124,7 @@ pub fn router(config: ServiceConfig) -> Result<Router, String> {
         config,
         clock,
         idle: Mutex::new(idle),
+        in_use: tokio::sync::Semaphore::new(STORE_CONNECTIONS_MAX),
     });
     Ok(Router::new()
         .route("/payments", post(create_payment))
@@ -125,7 +132,8 @@ pub fn router(config: ServiceConfig) -> Result<Router, String> {
         .with_state(service))
 }
 
-/// Serve `router` on `listener` until `shutdown` resolves; requests in flight then finish (graceful shutdown).
+/// Serve `router` on `listener` until `shutdown` resolves; requests in flight then finish (graceful shutdown,
+/// at most `Limits::SERVE.shutdown_grace`), with its timeouts and connection limit (`server::serve_limited`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
@@ -140,9 +148,7 @@ pub async fn serve(
     for thread in warming {
         let _ = thread.await;
     }
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
+    super::server::serve_limited(listener, router, shutdown, super::server::Limits::SERVE).await
 }
 
 fn json_response(status: u16, body: String) -> Response {
@@ -182,6 +188,10 @@ async fn create_payment(
     let client =
         header(&headers, &service.config.client_header).unwrap_or_else(|| "anonymous".to_string());
     let request = Request { client, key, body };
+    let Ok(_store_slot) = service.in_use.acquire().await else {
+        return error(503, "the service is stopping");
+    };
+    let service = service.clone();
     let ran = tokio::task::spawn_blocking(move || {
         let mut connection = service.connection()?;
         service.tick();
@@ -202,6 +212,10 @@ async fn create_payment(
 }
 
 async fn count(State(service): State<Arc<Service>>) -> Response {
+    let Ok(_store_slot) = service.in_use.acquire().await else {
+        return error(503, "the service is stopping");
+    };
+    let service = service.clone();
     let counted = tokio::task::spawn_blocking(move || {
         let mut connection = service.connection()?;
         let count = connection.effects_total();

@@ -21,13 +21,41 @@ pub fn start<M: Model + Send + 'static>(explorer: Explorer<M>) -> String {
         .to_string()
 }
 
-/// One request (a fresh connection each, closed by the server): the status code and the body.
+/// One request as the page sends it (its Host, and the run's token taken from the page): the status code and
+/// the body.
 pub fn request(host: &str, method: &str, path: &str, body: &Value) -> (u16, String) {
+    let token = page_token(host);
+    raw_request(host, host, Some(&token), method, path, body)
+}
+
+/// The run's write token, as the served page carries it (`const WRITE_TOKEN = "...";`).
+pub fn page_token(host: &str) -> String {
+    let (status, page) = raw_request(host, host, None, "GET", "/", &Value::Null);
+    assert_eq!(status, 200, "{page}");
+    let (_, rest) = page
+        .split_once("const WRITE_TOKEN = \"")
+        .expect("the page carries the token");
+    rest.split('"').next().unwrap().to_string()
+}
+
+/// One request (a fresh connection each, closed by the server) to `address` with this `Host` header and token
+/// header (none: not sent): the status code and the body.
+pub fn raw_request(
+    address: &str,
+    host_header: &str,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    body: &Value,
+) -> (u16, String) {
     let body = body.to_string();
-    let mut stream = TcpStream::connect(host).unwrap();
+    let mut stream = TcpStream::connect(address).unwrap();
+    let token = token.map_or(String::new(), |token| {
+        format!("X-Retrylab-Token: {token}\r\n")
+    });
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: {host_header}\r\n{token}Content-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
