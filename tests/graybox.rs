@@ -145,8 +145,18 @@ fn text(out: &Output) -> String {
     )
 }
 
+/// The sample's tables, made once before its first probe, as a user would (`psql -f schema.sql`): the probe
+/// counts effects before anything else runs.
+fn create_tables(sample: &Sample, stores: &Stores) {
+    let schema = std::fs::read_to_string(sample.dir().join("schema.sql")).expect("schema.sql");
+    postgres::Client::connect(&stores.postgres.params(), postgres::NoTls)
+        .and_then(|mut client| client.batch_execute(&schema))
+        .unwrap_or_else(|e| panic!("{}: schema.sql: {e}", sample.name));
+}
+
 /// `retrylab probe --json` on a sample: the exit code and each check's result line.
 fn probe(sample: &Sample, stores: &Stores) -> (i32, Vec<Value>) {
+    create_tables(sample, stores);
     let mut args = base_args(sample, stores);
     args.push("--json".into());
     let out = run(sample, &args);
