@@ -30,7 +30,9 @@ async fn bench(config: &GrayConfig) -> Result<Lab, LabError> {
         config.reset.clone(),
         config.lab.request_timeout,
     );
-    // The counter must work before anything else runs: a wrong --count-sql is bad input, not a failed check.
+    // Reset and counter must work before the service runs: a wrong --count-sql is bad input, not a failed
+    // check (and the reset may create what the count reads).
+    effects.reset().await.map_err(LabError::Store)?;
     effects.count().await.map_err(LabError::Store)?;
     Lab::start(config.lab.clone(), effects).await
 }
