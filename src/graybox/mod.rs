@@ -9,7 +9,7 @@
 //! - The controller side builds on [`gate::Gates`]: [`urls`] (the real stores' URLs, loopback only),
 //!   [`service`] (the service as a process group the probe kills and restarts), [`effects`] (count, reset),
 //!   [`lab`] (the bench: gates + service + counter), [`run`] (one schedule over the gates), [`checks`]
-//!   (`crash-at-every-statement`, `interleaved-same-key`, `lost-response`, replay), [`schedule`] (a failure as
+//!   (`crash-at-every-statement`, `interleaved-same-key`, `lost-response`), [`replay`], [`schedule`] (a failure as
 //!   data), [`report`] (results), [`probe`] (all of it, for the CLI).
 
 pub mod checks;
@@ -20,6 +20,7 @@ pub mod lab;
 pub mod normalise;
 pub mod pg_wire;
 pub mod probe;
+pub mod replay;
 pub mod report;
 pub mod resp;
 pub mod run;

@@ -3,9 +3,10 @@
 //! one saved schedule again (`--replay`). The bench is dropped on every way out, which kills the service's
 //! process group and closes the gates.
 
-use super::checks::{replay, run_check, CheckOptions, Replayed};
+use super::checks::{run_check, CheckOptions};
 use super::effects::{CountBy, Effects, ResetBy};
 use super::lab::{Lab, LabConfig, LabError};
+use super::replay::{replay, Replayed};
 use super::report::{GrayCheck, GrayResult};
 use super::schedule::{shell_quote, Schedule};
 use std::path::PathBuf;
