@@ -5,11 +5,12 @@
 
 use super::probe_cmd::ProbeArgs;
 use super::{EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
-use retrylab::graybox::checks::{CheckOptions, Replayed};
+use retrylab::graybox::checks::CheckOptions;
 use retrylab::graybox::effects::{CountBy, ResetBy};
 use retrylab::graybox::explore::Bounds;
 use retrylab::graybox::lab::{EnvNames, LabConfig};
 use retrylab::graybox::probe::{run_checks, run_replay, GrayConfig};
+use retrylab::graybox::replay::Replayed;
 use retrylab::graybox::report::{exit_code, table, GrayCheck};
 use retrylab::graybox::schedule::{shell_quote, Schedule};
 use retrylab::graybox::urls::{parse_postgres, parse_redis};

@@ -5,6 +5,8 @@
 //! - `interleaved-same-key`: `clients` requests with one key, their boundaries released in every order the
 //!   explorer enumerates; fails on a second effect, `incomplete` when `--schedules-max` cut the search.
 //! - `lost-response`: a request's answer is dropped; the retry must get the same answer and no second effect.
+//!
+//! Replaying a saved schedule is [`super::replay`].
 
 use super::explore::{Bounds, Coverage, Explorer};
 use super::gate::Wire;
@@ -163,7 +165,7 @@ fn crash_points(statements: usize) -> Vec<(usize, When)> {
         .collect()
 }
 
-enum Crashed {
+pub(super) enum Crashed {
     /// The crash happened; a failure if the retry shows one.
     Judged(Option<Box<Finding>>),
     /// The service took another path before the crash point.
@@ -171,7 +173,7 @@ enum Crashed {
 }
 
 /// Crash one request at `learned[at]` (`when`), restart, retry until resolved, judge the effects.
-async fn crash_once(
+pub(super) async fn crash_once(
     lab: &mut Lab,
     options: &CheckOptions,
     learned: &[Released],
@@ -337,7 +339,7 @@ fn judge_crash(place: &str, resolution: &Resolution, effects: i64) -> Option<Str
 }
 
 /// "request 1 `BEGIN`, request 2 `BEGIN`, ...".
-fn order(released: &[Released]) -> String {
+pub(super) fn order(released: &[Released]) -> String {
     let steps: Vec<String> = released
         .iter()
         .map(|r| format!("request {} `{}`", r.request + 1, r.text))
@@ -413,7 +415,10 @@ fn coverage_finding(schedules: usize, coverage: Coverage, options: &CheckOptions
     }
 }
 
-async fn lost_response(lab: &mut Lab, options: &CheckOptions) -> Result<Finding, LabError> {
+pub(super) async fn lost_response(
+    lab: &mut Lab,
+    options: &CheckOptions,
+) -> Result<Finding, LabError> {
     let check = GrayCheck::LostResponse;
     let key = options.key(check, 1);
     let request = lab.request(&key);
@@ -481,86 +486,6 @@ fn clip(body: &str) -> String {
         Some((at, _)) => format!("{}...", &body[..at]),
         None => body.to_string(),
     }
-}
-
-/// What a replay found.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Replayed {
-    Reproduced(String),
-    NotReproduced(String),
-}
-
-/// Run a saved schedule again, strictly: the same crash point or the same order, compared statement by
-/// statement with the recorded texts. Keys are fresh (`<recorded>-replay-<run>`), bodies as recorded.
-pub async fn replay(
-    lab: &mut Lab,
-    saved: &Schedule,
-    options: &CheckOptions,
-) -> Result<Replayed, LabError> {
-    let check = GrayCheck::parse(&saved.check).map_err(LabError::Store)?;
-    lab.config.body = saved.requests[0].body.clone();
-    let key = format!("{}-replay-{}", saved.requests[0].key, options.run_id);
-    let finding = match (check, &saved.crash) {
-        (GrayCheck::CrashAtEveryStatement, Some(crash)) => {
-            match crash_once(
-                lab,
-                options,
-                &saved.released,
-                crash.boundary,
-                crash.when,
-                &key,
-            )
-            .await?
-            {
-                Crashed::Diverged(why) => return Ok(Replayed::NotReproduced(why)),
-                Crashed::Judged(finding) => finding.map(|f| *f),
-            }
-        }
-        (GrayCheck::InterleavedSameKey, _) => return replay_order(lab, saved, &key).await,
-        (GrayCheck::LostResponse, _) => {
-            let mut once = options.clone();
-            once.run_id = format!("{}-replay", options.run_id);
-            Some(lost_response(lab, &once).await?).filter(|f| f.verdict == Verdict::Fail)
-        }
-        (GrayCheck::CrashAtEveryStatement, None) => {
-            return Err(LabError::Store(
-                "--replay: a crash-at-every-statement schedule without its crash point".into(),
-            ))
-        }
-    };
-    Ok(match finding {
-        Some(finding) => Replayed::Reproduced(finding.evidence),
-        None => Replayed::NotReproduced("the service survived it this time".into()),
-    })
-}
-
-async fn replay_order(lab: &mut Lab, saved: &Schedule, key: &str) -> Result<Replayed, LabError> {
-    let requests = vec![lab.request(key); saved.requests.len()];
-    let prefix: Vec<u32> = saved.released.iter().map(|r| r.request).collect();
-    let before = lab.fresh_count().await?;
-    let plan = Plan {
-        prefix: &prefix,
-        crash: None,
-        expected: Some(&saved.released),
-    };
-    let outcome = run_schedule(lab, &requests, plan).await?;
-    let effects = lab.count().await? - before;
-    if outcome.released.len() != saved.released.len() && outcome.divergence.is_none() {
-        let why = format!(
-            "the service sent {} boundaries, the schedule has {}",
-            outcome.released.len(),
-            saved.released.len()
-        );
-        return Ok(Replayed::NotReproduced(why));
-    }
-    Ok(match (outcome.divergence, effects) {
-        (Some(why), _) => Replayed::NotReproduced(why),
-        (None, e) if e > 1 => Replayed::Reproduced(format!(
-            "{e} effects, released in the recorded order: {}",
-            order(&outcome.released)
-        )),
-        (None, e) => Replayed::NotReproduced(format!("the same order, count {e:+}")),
-    })
 }
 
 #[cfg(test)]

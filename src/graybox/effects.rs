@@ -113,6 +113,20 @@ impl Effects {
             .ok_or_else(|| failed(format!("no count in {}", response.body)))
     }
 
+    /// Close the connection to the real database (also done on drop).
+    fn close(&mut self) {
+        let client = self
+            .client
+            .lock()
+            .map(|mut slot| slot.take())
+            .unwrap_or_default();
+        if let Some(client) = client {
+            // The synchronous client owns a runtime of its own, which may not be dropped inside the probe's
+            // asynchronous code (tokio panics): it is dropped on a thread of its own.
+            let _ = std::thread::spawn(move || drop(client)).join();
+        }
+    }
+
     /// Wipe the slate (nothing without `--reset-sql`/`--reset-cmd`).
     pub async fn reset(&self) -> Result<(), String> {
         match &self.reset {
@@ -146,5 +160,11 @@ impl Effects {
                 }
             }
         }
+    }
+}
+
+impl Drop for Effects {
+    fn drop(&mut self) {
+        self.close();
     }
 }

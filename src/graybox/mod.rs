@@ -5,11 +5,12 @@
 //!   the service and its real stores, record each boundary's normalised text and connection, and hold, release
 //!   or withhold the answer of each one as the controller decides.
 //! - [`pg_wire`], [`resp`]: the two protocols' framing, by hand; [`normalise`]: literals replaced.
+//! - [`explore`]: which order of statements to try next (stateless DFS, preemption-bounded).
 //! - The controller side builds on [`gate::Gates`]: [`urls`] (the real stores' URLs, loopback only),
 //!   [`service`] (the service as a process group the probe kills and restarts), [`effects`] (count, reset),
-//!   [`lab`] (the bench: gates + service + counter), [`run`] (one schedule over the gates), [`explore`] (which
-//!   schedules), [`checks`] (`crash-at-every-statement`, `interleaved-same-key`, `lost-response`, replay),
-//!   [`schedule`] (a failure as data), [`report`] (results), [`probe`] (all of it, for the CLI).
+//!   [`lab`] (the bench: gates + service + counter), [`run`] (one schedule over the gates), [`checks`]
+//!   (`crash-at-every-statement`, `interleaved-same-key`, `lost-response`), [`replay`], [`schedule`] (a failure as
+//!   data), [`report`] (results), [`probe`] (all of it, for the CLI).
 
 pub mod checks;
 pub mod effects;
@@ -19,6 +20,7 @@ pub mod lab;
 pub mod normalise;
 pub mod pg_wire;
 pub mod probe;
+pub mod replay;
 pub mod report;
 pub mod resp;
 pub mod run;

@@ -3,9 +3,10 @@
 //! one saved schedule again (`--replay`). The bench is dropped on every way out, which kills the service's
 //! process group and closes the gates.
 
-use super::checks::{replay, run_check, CheckOptions, Replayed};
+use super::checks::{run_check, CheckOptions};
 use super::effects::{CountBy, Effects, ResetBy};
 use super::lab::{Lab, LabConfig, LabError};
+use super::replay::{replay, Replayed};
 use super::report::{GrayCheck, GrayResult};
 use super::schedule::{shell_quote, Schedule};
 use std::path::PathBuf;
@@ -30,7 +31,9 @@ async fn bench(config: &GrayConfig) -> Result<Lab, LabError> {
         config.reset.clone(),
         config.lab.request_timeout,
     );
-    // The counter must work before anything else runs: a wrong --count-sql is bad input, not a failed check.
+    // Reset and counter must work before the service runs: a wrong --count-sql is bad input, not a failed
+    // check (and the reset may create what the count reads).
+    effects.reset().await.map_err(LabError::Store)?;
     effects.count().await.map_err(LabError::Store)?;
     Lab::start(config.lab.clone(), effects).await
 }

@@ -313,6 +313,13 @@ async fn decide_all(
         };
         if let Some((at, when)) = plan.crash {
             if tracker.outcome.released.len() == at {
+                let boundary = &tracker.held[&id];
+                let crashing = Released {
+                    request: taken,
+                    wire: boundary.wire,
+                    text: boundary.text.clone(),
+                };
+                compare(tracker, &crashing, plan.expected);
                 return crash(lab, answers, tracker, id, when).await;
             }
         }
@@ -329,6 +336,27 @@ async fn decide_all(
 
 fn note(tracker: &mut Tracker, divergence: String) {
     tracker.outcome.divergence.get_or_insert(divergence);
+}
+
+/// Note the first boundary that differs from the recorded schedule's at the same place.
+fn compare(tracker: &mut Tracker, released: &Released, expected: Option<&[Released]>) {
+    let Some(expected) = expected else {
+        return;
+    };
+    let index = tracker.outcome.released.len();
+    let recorded = expected.get(index);
+    if recorded != Some(released) {
+        let recorded = recorded.map_or("nothing".to_string(), |r| {
+            format!("request {} `{}`", r.request + 1, r.text)
+        });
+        let why = format!(
+            "boundary {}: request {} sent `{}`; the schedule has {recorded}",
+            index + 1,
+            released.request + 1,
+            released.text
+        );
+        note(tracker, why);
+    }
 }
 
 fn release(
@@ -348,24 +376,7 @@ fn release(
         wire: boundary.wire,
         text: boundary.text,
     };
-    let index = tracker.outcome.released.len();
-    if let Some(expected) = expected {
-        let recorded = expected.get(index);
-        if recorded != Some(&released) {
-            let recorded = recorded.map_or("nothing".to_string(), |r| {
-                format!("request {} `{}`", r.request + 1, r.text)
-            });
-            note(
-                tracker,
-                format!(
-                    "boundary {}: request {} sent `{}`; the schedule has {recorded}",
-                    index + 1,
-                    request + 1,
-                    released.text
-                ),
-            );
-        }
-    }
+    compare(tracker, &released, expected);
     tracker.outcome.released.push(released);
     tracker.last_released = Some(request);
     tracker.phases[request] = if lab.gates.decide(id, decision) {
