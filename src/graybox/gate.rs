@@ -11,10 +11,19 @@
 //! - `Gates::start(postgres_upstream, redis_upstream)`: listeners on 127.0.0.1:0 (loopback only; the caller
 //!   checked the upstreams are loopback).
 //! - `Gates::set_mode`, `Gates::decide`, `Gates::next_event`, `Gates::close_all`.
+//!
+//! Events of one connection come in order: `Opened`, then each boundary's `Boundary` before its `Answered`, then
+//! at most one `Unsupported` or `UpstreamFailed`, then `Closed`. Ids start at 1. The mode starts as `Pass`.
 
+use super::link;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// Which store's protocol a gate speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -96,46 +105,175 @@ pub enum Decision {
 
 /// Both gates and the one event stream.
 pub struct Gates {
-    _private: (),
+    shared: Arc<Shared>,
+    events: mpsc::UnboundedReceiver<Event>,
+    postgres: Option<SocketAddr>,
+    redis: Option<SocketAddr>,
+    listeners: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// What every connection of both gates shares.
+pub(crate) struct Shared {
+    connections: AtomicU64,
+    boundaries: AtomicU64,
+    hold: AtomicBool,
+    held: Mutex<BTreeMap<BoundaryId, Held>>,
+    events: mpsc::UnboundedSender<Event>,
+    /// Bumped by `close_all`: every connection open at that moment ends.
+    epoch: watch::Sender<u64>,
+}
+
+struct Held {
+    connection: ConnectionId,
+    decision: oneshot::Sender<Decision>,
+}
+
+impl Shared {
+    pub(crate) fn emit(&self, event: Event) {
+        // The receiver is gone only when the Gates are dropped: nobody to tell.
+        let _ = self.events.send(event);
+    }
+
+    pub(crate) fn next_boundary(&self) -> BoundaryId {
+        self.boundaries.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    pub(crate) fn holding(&self) -> bool {
+        self.hold.load(Ordering::SeqCst)
+    }
+
+    /// Register a held boundary: the receiver gets its decision, or an error when it is dropped.
+    pub(crate) fn hold(
+        &self,
+        id: BoundaryId,
+        connection: ConnectionId,
+    ) -> oneshot::Receiver<Decision> {
+        let (decision, receiver) = oneshot::channel();
+        self.held.lock().expect("held lock").insert(
+            id,
+            Held {
+                connection,
+                decision,
+            },
+        );
+        receiver
+    }
+
+    /// A connection ended: what it held can no longer be decided.
+    pub(crate) fn forget_connection(&self, connection: ConnectionId) {
+        self.held
+            .lock()
+            .expect("held lock")
+            .retain(|_, held| held.connection != connection);
+    }
 }
 
 impl Gates {
     /// Listen on 127.0.0.1:0 for each store given; forward to it.
     pub async fn start(
-        _postgres_upstream: Option<SocketAddr>,
-        _redis_upstream: Option<SocketAddr>,
+        postgres_upstream: Option<SocketAddr>,
+        redis_upstream: Option<SocketAddr>,
     ) -> std::io::Result<Gates> {
-        todo!("issue 32: the gates")
+        let (events, receiver) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared {
+            connections: AtomicU64::new(0),
+            boundaries: AtomicU64::new(0),
+            hold: AtomicBool::new(false),
+            held: Mutex::new(BTreeMap::new()),
+            events,
+            epoch: watch::Sender::new(0),
+        });
+        let mut gates = Gates {
+            shared,
+            events: receiver,
+            postgres: None,
+            redis: None,
+            listeners: Vec::new(),
+        };
+        if let Some(upstream) = postgres_upstream {
+            gates.postgres = Some(gates.listen(Wire::Postgres, upstream).await?);
+        }
+        if let Some(upstream) = redis_upstream {
+            gates.redis = Some(gates.listen(Wire::Redis, upstream).await?);
+        }
+        Ok(gates)
+    }
+
+    async fn listen(&mut self, wire: Wire, upstream: SocketAddr) -> std::io::Result<SocketAddr> {
+        let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
+        let address = listener.local_addr()?;
+        let shared = Arc::clone(&self.shared);
+        self.listeners
+            .push(tokio::spawn(accept(shared, wire, listener, upstream)));
+        Ok(address)
     }
 
     /// Where the service should connect for PostgreSQL (None: no PostgreSQL gate).
     pub fn postgres_address(&self) -> Option<SocketAddr> {
-        todo!()
+        self.postgres
     }
 
     /// Where the service should connect for Redis (None: no Redis gate).
     pub fn redis_address(&self) -> Option<SocketAddr> {
-        todo!()
+        self.redis
     }
 
     /// Applies to boundaries announced after the call.
-    pub fn set_mode(&self, _mode: Mode) {
-        todo!()
+    pub fn set_mode(&self, mode: Mode) {
+        self.shared.hold.store(mode == Mode::Hold, Ordering::SeqCst);
     }
 
     /// Decide a held boundary. False when it is not held (its connection closed, or already decided).
-    pub fn decide(&self, _id: BoundaryId, _decision: Decision) -> bool {
-        todo!()
+    pub fn decide(&self, id: BoundaryId, decision: Decision) -> bool {
+        let held = self.shared.held.lock().expect("held lock").remove(&id);
+        held.is_some_and(|held| held.decision.send(decision).is_ok())
     }
 
     /// The next event, or None when none came within `timeout`.
-    pub async fn next_event(&mut self, _timeout: Duration) -> Option<Event> {
-        todo!()
+    pub async fn next_event(&mut self, timeout: Duration) -> Option<Event> {
+        tokio::time::timeout(timeout, self.events.recv())
+            .await
+            .ok()
+            .flatten()
     }
 
     /// Close every connection (both sides) and drop what is held: after the service was killed, so the store
     /// rolls back what its open transactions did.
     pub fn close_all(&self) {
-        todo!()
+        self.shared.held.lock().expect("held lock").clear();
+        self.shared.epoch.send_modify(|epoch| *epoch += 1);
+    }
+}
+
+impl Drop for Gates {
+    fn drop(&mut self) {
+        for listener in &self.listeners {
+            listener.abort();
+        }
+        self.close_all();
+    }
+}
+
+/// One gate's accept loop: each connection gets the next id and its own task.
+async fn accept(shared: Arc<Shared>, wire: Wire, listener: TcpListener, upstream: SocketAddr) {
+    loop {
+        let service = match listener.accept().await {
+            Ok((service, _)) => service,
+            Err(_) => {
+                // Out of descriptors, say: wait a little instead of spinning.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let connection = shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
+        let shutdown = shared.epoch.subscribe();
+        tokio::spawn(link::run(
+            Arc::clone(&shared),
+            wire,
+            connection,
+            service,
+            upstream,
+            shutdown,
+        ));
     }
 }

@@ -17,6 +17,7 @@ pub mod effects;
 pub mod explore;
 pub mod gate;
 pub mod lab;
+mod link;
 pub mod normalise;
 pub mod pg_wire;
 pub mod probe;

@@ -1,1 +1,686 @@
-//! issue 32: see gate.rs
+//! PostgreSQL's frontend/backend protocol (version 3), as much as a gate needs: cutting the byte streams into
+//! messages, grouping what the service sends into boundaries, and matching what the store answers to them.
+//!
+//! Frontend ([`Front`]): the first message is untyped (SSLRequest and GSSENCRequest are answered `N` by the gate,
+//! a CancelRequest is forwarded as is, then the StartupMessage); authentication passes untouched until the
+//! store's first ReadyForQuery. After it, messages accumulate until a `Query`, `Sync` or `Flush` ends the group:
+//! one boundary. Its text is the SQL of its `Query`, or of the statements its `Execute`s run, found through the
+//! portal -> statement -> text maps of the connection (a `Bind` names a statement parsed maybe many groups ago).
+//! Backend ([`Answers`]): a Query or Sync group is answered at its ReadyForQuery; a Flush group when each of its
+//! messages got its response, or at an ErrorResponse (after which the store skips everything until a Sync).
+
+use super::normalise;
+use std::collections::{BTreeMap, VecDeque};
+
+/// The largest message either side may send (a bigger one closes the connection as unsupported).
+pub const MESSAGE_BYTES_MAX: usize = 64 << 20;
+/// The largest group of messages the service may send before a `Sync`, `Flush` or `Query`.
+pub const GROUP_BYTES_MAX: usize = 64 << 20;
+
+const SSL_REQUEST: u32 = 80877103;
+const GSSENC_REQUEST: u32 = 80877104;
+const CANCEL_REQUEST: u32 = 80877102;
+
+/// What the gate told the service when its TLS request was refused and it then went away.
+pub const TLS_REQUIRED: &str = "TLS required (use sslmode=disable or prefer)";
+
+/// The length of the first complete untyped (startup-phase) message at the start of `buf`.
+pub fn cut_startup(buf: &[u8]) -> Result<Option<usize>, String> {
+    let Some(head) = buf.get(..4) else {
+        return Ok(None);
+    };
+    let len = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    if !(8..=MESSAGE_BYTES_MAX).contains(&len) {
+        return Err(format!("startup message of {len} bytes"));
+    }
+    Ok((buf.len() >= len).then_some(len))
+}
+
+/// The type and total length (type byte included) of the first complete typed message at the start of `buf`.
+pub fn cut_message(buf: &[u8]) -> Result<Option<(u8, usize)>, String> {
+    let Some(head) = buf.get(..5) else {
+        return Ok(None);
+    };
+    let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+    if !(4..=MESSAGE_BYTES_MAX).contains(&len) {
+        return Err(format!("message '{}' of {len} bytes", head[0] as char));
+    }
+    Ok((buf.len() > len).then_some((head[0], len + 1)))
+}
+
+/// A null-terminated string at `at` in `body`, and where the next field starts.
+fn cstring(body: &[u8], at: usize) -> Option<(String, usize)> {
+    let rest = body.get(at..)?;
+    let end = rest.iter().position(|&b| b == 0)?;
+    Some((
+        String::from_utf8_lossy(&rest[..end]).into_owned(),
+        at + end + 1,
+    ))
+}
+
+/// How a forwarded group is answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupEnd {
+    /// At ReadyForQuery (a `Query` or a `Sync` ended the group).
+    Ready,
+    /// When this many responses arrived, or an ErrorResponse (a `Flush` ended it).
+    Responses(u32),
+}
+
+/// One boundary: the messages of a group, as they came.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    pub bytes: Vec<u8>,
+    pub text: String,
+    pub session: bool,
+    pub end: GroupEnd,
+}
+
+/// What one message from the service makes the gate do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FrontStep {
+    /// Forward these bytes as they are (startup, authentication, a cancel request).
+    Raw(Vec<u8>),
+    /// Answer the service with these bytes, forward nothing (`N` to SSLRequest).
+    Reply(Vec<u8>),
+    /// The message joined the pending group.
+    Pending,
+    /// The group is complete.
+    Group(Group),
+    /// Terminate: forward these bytes and close.
+    Last(Vec<u8>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Before the StartupMessage.
+    Startup,
+    /// After it: forwarded untouched until the store's first ReadyForQuery.
+    Session,
+    /// A CancelRequest connection: everything forwarded.
+    Cancel,
+}
+
+/// The frontend side of one connection.
+#[derive(Debug)]
+pub struct Front {
+    phase: Phase,
+    tls_refused: bool,
+    /// Prepared statement name ("" the unnamed one) -> its normalised text.
+    statements: BTreeMap<String, String>,
+    /// Portal name -> the normalised text of the statement it was bound to.
+    portals: BTreeMap<String, String>,
+    pending: Vec<u8>,
+    /// Texts of the pending group's Executes (or Parses, for a group that executes nothing).
+    executed: Vec<String>,
+    parsed: Vec<String>,
+    kinds: Vec<&'static str>,
+    responses: u32,
+}
+
+impl Default for Front {
+    fn default() -> Self {
+        Front {
+            phase: Phase::Startup,
+            tls_refused: false,
+            statements: BTreeMap::new(),
+            portals: BTreeMap::new(),
+            pending: Vec::new(),
+            executed: Vec::new(),
+            parsed: Vec::new(),
+            kinds: Vec::new(),
+            responses: 0,
+        }
+    }
+}
+
+impl Front {
+    /// Cut the next message from `buf`: its length and what to do (None: more bytes are needed). `ready`: the
+    /// store's first ReadyForQuery was seen. Err: unsupported, by name.
+    pub fn cut(&mut self, buf: &[u8], ready: bool) -> Result<Option<(usize, FrontStep)>, String> {
+        if self.phase == Phase::Startup {
+            let Some(len) = cut_startup(buf)? else {
+                return Ok(None);
+            };
+            return Ok(Some((len, self.startup(&buf[..len])?)));
+        }
+        if self.phase == Phase::Cancel || !ready {
+            if buf.is_empty() {
+                return Ok(None);
+            }
+            return Ok(Some((buf.len(), FrontStep::Raw(buf.to_vec()))));
+        }
+        let Some((tag, len)) = cut_message(buf)? else {
+            return Ok(None);
+        };
+        Ok(Some((len, self.message(tag, &buf[..len])?)))
+    }
+
+    /// What to report when the service closed: a refused TLS request followed by nothing is a TLS requirement.
+    pub fn at_close(&self) -> Option<String> {
+        (self.phase == Phase::Startup && self.tls_refused).then(|| TLS_REQUIRED.to_string())
+    }
+
+    fn startup(&mut self, msg: &[u8]) -> Result<FrontStep, String> {
+        let code = u32::from_be_bytes([msg[4], msg[5], msg[6], msg[7]]);
+        match code {
+            SSL_REQUEST | GSSENC_REQUEST => {
+                self.tls_refused |= code == SSL_REQUEST;
+                Ok(FrontStep::Reply(b"N".to_vec()))
+            }
+            CANCEL_REQUEST => {
+                self.phase = Phase::Cancel;
+                Ok(FrontStep::Raw(msg.to_vec()))
+            }
+            _ if code >> 16 == 3 => {
+                if let Some(value) = startup_parameter(msg, "replication") {
+                    if !matches!(value.as_str(), "false" | "off" | "no" | "0") {
+                        return Err(format!("replication connection (replication={value})"));
+                    }
+                }
+                self.phase = Phase::Session;
+                Ok(FrontStep::Raw(msg.to_vec()))
+            }
+            _ => Err(format!("startup request code {code}")),
+        }
+    }
+
+    fn message(&mut self, tag: u8, msg: &[u8]) -> Result<FrontStep, String> {
+        if self.pending.len() + msg.len() > GROUP_BYTES_MAX {
+            return Err(format!("a group of more than {GROUP_BYTES_MAX} bytes"));
+        }
+        let body = &msg[5..];
+        match tag {
+            b'X' => return Ok(FrontStep::Last(msg.to_vec())),
+            b'P' => self.parse(body),
+            b'B' => self.bind(body),
+            b'D' => self.describe(body),
+            b'E' => self.execute(body),
+            b'C' => self.close(body),
+            b'Q' | b'S' | b'H' => {}
+            b'd' => return Err("COPY FROM STDIN data (CopyData)".into()),
+            b'c' => return Err("COPY FROM STDIN end (CopyDone)".into()),
+            b'f' => return Err("COPY FROM STDIN failure (CopyFail)".into()),
+            b'F' => return Err("FunctionCall".into()),
+            b'p' => return Err("password message after authentication".into()),
+            other => return Err(format!("frontend message type '{}'", other.escape_ascii())),
+        }
+        self.pending.extend_from_slice(msg);
+        match tag {
+            b'Q' => {
+                let text = normalise::sql(&cstring(body, 0).map(|(s, _)| s).unwrap_or_default());
+                self.executed.push(text);
+                Ok(FrontStep::Group(self.finish(GroupEnd::Ready, true)))
+            }
+            b'S' => Ok(FrontStep::Group(self.finish(GroupEnd::Ready, false))),
+            b'H' => {
+                let end = GroupEnd::Responses(self.responses);
+                Ok(FrontStep::Group(self.finish(end, false)))
+            }
+            _ => Ok(FrontStep::Pending),
+        }
+    }
+
+    fn parse(&mut self, body: &[u8]) {
+        let (name, at) = cstring(body, 0).unwrap_or_default();
+        let query = cstring(body, at).map(|(q, _)| q).unwrap_or_default();
+        let text = normalise::sql(&query);
+        self.parsed.push(text.clone());
+        self.statements.insert(name, text);
+        self.kinds.push("Parse");
+        self.responses += 1;
+    }
+
+    fn bind(&mut self, body: &[u8]) {
+        let (portal, at) = cstring(body, 0).unwrap_or_default();
+        let statement = cstring(body, at).map(|(s, _)| s).unwrap_or_default();
+        let text = self
+            .statements
+            .get(&statement)
+            .cloned()
+            .unwrap_or_else(|| unknown("statement", &statement));
+        self.portals.insert(portal, text);
+        self.kinds.push("Bind");
+        self.responses += 1;
+    }
+
+    fn describe(&mut self, body: &[u8]) {
+        // A statement gets ParameterDescription then RowDescription or NoData; a portal the latter only.
+        self.responses += if body.first() == Some(&b'S') { 2 } else { 1 };
+        self.kinds.push("Describe");
+    }
+
+    fn execute(&mut self, body: &[u8]) {
+        let portal = cstring(body, 0).map(|(p, _)| p).unwrap_or_default();
+        let text = self
+            .portals
+            .get(&portal)
+            .cloned()
+            .unwrap_or_else(|| unknown("portal", &portal));
+        self.executed.push(text);
+        self.kinds.push("Execute");
+        self.responses += 1;
+    }
+
+    fn close(&mut self, body: &[u8]) {
+        let name = cstring(body, 1).map(|(n, _)| n).unwrap_or_default();
+        match body.first() {
+            Some(b'S') => self.statements.remove(&name),
+            _ => self.portals.remove(&name),
+        };
+        self.kinds.push("Close");
+        self.responses += 1;
+    }
+
+    /// The pending group as a boundary; a group that runs nothing (Parse/Describe/Close only) is a session one.
+    fn finish(&mut self, end: GroupEnd, query: bool) -> Group {
+        let runs = query || !self.executed.is_empty();
+        let text = if runs {
+            self.executed.join("; ")
+        } else if !self.parsed.is_empty() {
+            self.parsed.join("; ")
+        } else {
+            self.kinds.join("; ")
+        };
+        let session = !runs || normalise::is_session_sql(&text);
+        let group = Group {
+            bytes: std::mem::take(&mut self.pending),
+            text,
+            session,
+            end,
+        };
+        self.executed.clear();
+        self.parsed.clear();
+        self.kinds.clear();
+        self.responses = 0;
+        group
+    }
+
+    /// The text a statement name resolves to (test and diagnostics).
+    pub fn statement_text(&self, name: &str) -> Option<&str> {
+        self.statements.get(name).map(String::as_str)
+    }
+}
+
+fn unknown(what: &str, name: &str) -> String {
+    format!("<unknown {what} \"{name}\">")
+}
+
+/// The value of a StartupMessage parameter.
+fn startup_parameter(msg: &[u8], key: &str) -> Option<String> {
+    let mut at = 8;
+    while let Some((name, next)) = cstring(msg, at) {
+        if name.is_empty() {
+            return None;
+        }
+        let (value, after) = cstring(msg, next)?;
+        if name == key {
+            return Some(value);
+        }
+        at = after;
+    }
+    None
+}
+
+/// The `M` (message) field of an ErrorResponse's body.
+pub fn error_message(body: &[u8]) -> String {
+    let mut at = 0;
+    while let Some(&field) = body.get(at) {
+        if field == 0 {
+            break;
+        }
+        let Some((value, next)) = cstring(body, at + 1) else {
+            break;
+        };
+        if field == b'M' {
+            return value;
+        }
+        at = next;
+    }
+    "error without a message".to_string()
+}
+
+/// A group answered: its tag and the store's error, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answered<T> {
+    pub tag: T,
+    pub error: Option<String>,
+}
+
+#[derive(Debug)]
+struct Waiting<T> {
+    tag: T,
+    end: GroupEnd,
+    responses: u32,
+    error: Option<String>,
+}
+
+/// The backend side of one connection: forwarded groups in order, matched with what the store sends.
+#[derive(Debug)]
+pub struct Answers<T> {
+    queue: VecDeque<Waiting<T>>,
+    /// The store's first ReadyForQuery arrived: authentication is over, groups are gated from now on.
+    ready: bool,
+    /// An ErrorResponse ended a Flush group: the store ignores everything until the next Sync.
+    skipping: bool,
+}
+
+impl<T> Default for Answers<T> {
+    fn default() -> Self {
+        Answers {
+            queue: VecDeque::new(),
+            ready: false,
+            skipping: false,
+        }
+    }
+}
+
+impl<T> Answers<T> {
+    pub fn ready(&self) -> bool {
+        self.ready
+    }
+
+    /// The tag of the oldest group not answered yet.
+    pub fn head(&self) -> Option<&T> {
+        self.queue.front().map(|w| &w.tag)
+    }
+
+    /// A group was forwarded. A Flush group sent while the store skips until a Sync is answered at once.
+    pub fn expect(&mut self, tag: T, end: GroupEnd) -> Vec<Answered<T>> {
+        self.queue.push_back(Waiting {
+            tag,
+            end,
+            responses: 0,
+            error: None,
+        });
+        let mut done = Vec::new();
+        self.drain_settled(&mut done);
+        done
+    }
+
+    /// One message from the store (type and body): the groups it answered. Err: unsupported, by name.
+    pub fn on_message(&mut self, tag: u8, body: &[u8]) -> Result<Vec<Answered<T>>, String> {
+        let mut done = Vec::new();
+        match tag {
+            b'Z' => {
+                self.ready = true;
+                self.skipping = false;
+                if self.queue.front().is_some_and(|w| w.end == GroupEnd::Ready) {
+                    self.pop(&mut done);
+                }
+            }
+            b'E' => self.on_error(error_message(body), &mut done),
+            b'1' | b'2' | b'3' | b't' | b'T' | b'n' | b'C' | b'I' | b's' => {
+                if let Some(head) = self.queue.front_mut() {
+                    head.responses += 1;
+                    if head.end == GroupEnd::Responses(head.responses) {
+                        self.pop(&mut done);
+                    }
+                }
+            }
+            b'D' | b'N' | b'S' | b'A' | b'K' | b'R' | b'v' => {}
+            b'G' => return Err("COPY FROM STDIN (CopyInResponse)".into()),
+            b'H' => return Err("COPY TO STDOUT (CopyOutResponse)".into()),
+            b'W' => return Err("COPY BOTH (CopyBothResponse)".into()),
+            other => return Err(format!("backend message type '{}'", other.escape_ascii())),
+        }
+        self.drain_settled(&mut done);
+        Ok(done)
+    }
+
+    fn on_error(&mut self, message: String, done: &mut Vec<Answered<T>>) {
+        let Some(head) = self.queue.front_mut() else {
+            return;
+        };
+        head.error.get_or_insert(message);
+        if matches!(head.end, GroupEnd::Responses(_)) {
+            self.skipping = true;
+            self.pop(done);
+        }
+    }
+
+    fn pop(&mut self, done: &mut Vec<Answered<T>>) {
+        if let Some(w) = self.queue.pop_front() {
+            done.push(Answered {
+                tag: w.tag,
+                error: w.error,
+            });
+        }
+    }
+
+    /// Groups that will get no answer, answered now: a lone Flush (nothing to respond to), and, while the store
+    /// skips until a Sync, the Flush groups before it.
+    fn drain_settled(&mut self, done: &mut Vec<Answered<T>>) {
+        while self.queue.front().is_some_and(|w| {
+            w.end == GroupEnd::Responses(0) || (self.skipping && w.end != GroupEnd::Ready)
+        }) {
+            self.pop(done);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(tag: u8, body: &[u8]) -> Vec<u8> {
+        let mut out = vec![tag];
+        out.extend_from_slice(&(body.len() as u32 + 4).to_be_bytes());
+        out.extend_from_slice(body);
+        out
+    }
+
+    fn cstrings(parts: &[&str]) -> Vec<u8> {
+        parts.iter().flat_map(|p| p.bytes().chain([0])).collect()
+    }
+
+    fn startup(params: &[&str]) -> Vec<u8> {
+        let mut body = 196608u32.to_be_bytes().to_vec();
+        body.extend(cstrings(params));
+        body.push(0);
+        let mut out = (body.len() as u32 + 4).to_be_bytes().to_vec();
+        out.extend(body);
+        out
+    }
+
+    fn parse(name: &str, sql: &str) -> Vec<u8> {
+        let mut body = cstrings(&[name, sql]);
+        body.extend([0, 0]);
+        message(b'P', &body)
+    }
+
+    fn bind(portal: &str, statement: &str) -> Vec<u8> {
+        let mut body = cstrings(&[portal, statement]);
+        body.extend([0, 0, 0, 0, 0, 0]);
+        message(b'B', &body)
+    }
+
+    fn execute(portal: &str) -> Vec<u8> {
+        let mut body = cstrings(&[portal]);
+        body.extend([0, 0, 0, 0]);
+        message(b'E', &body)
+    }
+
+    /// Feed `bytes` in pieces of `chunk` bytes, as reads would deliver them; the steps that came out.
+    fn feed(front: &mut Front, bytes: &[u8], chunk: usize, ready: bool) -> Vec<FrontStep> {
+        let mut buf = Vec::new();
+        let mut steps = Vec::new();
+        for piece in bytes.chunks(chunk) {
+            buf.extend_from_slice(piece);
+            while let Some((len, step)) = front.cut(&buf, ready).unwrap() {
+                buf.drain(..len);
+                steps.push(step);
+            }
+        }
+        assert!(buf.is_empty(), "bytes left over");
+        steps
+    }
+
+    fn groups(steps: Vec<FrontStep>) -> Vec<(String, bool, GroupEnd)> {
+        steps
+            .into_iter()
+            .filter_map(|s| match s {
+                FrontStep::Group(g) => Some((g.text, g.session, g.end)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ssl_request_is_answered_n_and_startup_forwarded() {
+        let mut front = Front::default();
+        let mut bytes = vec![0, 0, 0, 8];
+        bytes.extend(SSL_REQUEST.to_be_bytes());
+        bytes.extend(startup(&["user", "postgres"]));
+        let steps = feed(&mut front, &bytes, 3, false);
+        assert_eq!(steps[0], FrontStep::Reply(b"N".to_vec()));
+        assert!(matches!(&steps[1], FrontStep::Raw(b) if b.len() == bytes.len() - 8));
+        assert_eq!(front.at_close(), None);
+    }
+
+    #[test]
+    fn tls_refused_then_closed_is_tls_required() {
+        let mut front = Front::default();
+        let mut bytes = vec![0, 0, 0, 8];
+        bytes.extend(SSL_REQUEST.to_be_bytes());
+        feed(&mut front, &bytes, 100, false);
+        assert_eq!(front.at_close().as_deref(), Some(TLS_REQUIRED));
+    }
+
+    #[test]
+    fn a_replication_startup_is_unsupported() {
+        let msg = startup(&["user", "postgres", "replication", "database"]);
+        let error = Front::default().cut(&msg, false).unwrap_err();
+        assert_eq!(error, "replication connection (replication=database)");
+        let msg = startup(&["user", "postgres", "replication", "false"]);
+        assert!(Front::default().cut(&msg, false).is_ok());
+    }
+
+    #[test]
+    fn a_named_statement_bound_groups_later_keeps_its_text() {
+        let mut front = Front::default();
+        feed(&mut front, &startup(&["user", "u"]), 100, false);
+        let mut bytes = parse("s1", "SELECT v FROM t WHERE id = $1 AND n = 5");
+        bytes.extend(message(b'D', b"Ss1\0"));
+        bytes.extend(message(b'S', b""));
+        bytes.extend(bind("", "s1"));
+        bytes.extend(execute(""));
+        bytes.extend(message(b'S', b""));
+        bytes.extend(bind("", "s1"));
+        bytes.extend(execute(""));
+        bytes.extend(message(b'H', b""));
+        let text = "SELECT v FROM t WHERE id = $1 AND n = ?".to_string();
+        for chunk in [1, 7, 1000] {
+            let mut front = Front::default();
+            feed(&mut front, &startup(&["user", "u"]), 100, false);
+            assert_eq!(
+                groups(feed(&mut front, &bytes, chunk, true)),
+                [
+                    (text.clone(), true, GroupEnd::Ready),
+                    (text.clone(), false, GroupEnd::Ready),
+                    (text.clone(), false, GroupEnd::Responses(2)),
+                ]
+            );
+        }
+        // Closed, the statement's text is forgotten.
+        let mut closing = parse("s2", "SELECT 1");
+        closing.extend(message(b'C', b"Ss2\0"));
+        closing.extend(message(b'S', b""));
+        feed(&mut front, &closing, 100, true);
+        assert_eq!(front.statement_text("s2"), None);
+    }
+
+    #[test]
+    fn set_and_empty_queries_are_session_and_copy_data_is_unsupported() {
+        let mut front = Front::default();
+        feed(&mut front, &startup(&["user", "u"]), 100, false);
+        let mut bytes = message(b'Q', b"SET search_path = 'x'\0");
+        bytes.extend(message(b'Q', b"\0"));
+        bytes.extend(message(b'Q', b"INSERT INTO t VALUES (1)\0"));
+        let found = groups(feed(&mut front, &bytes, 4, true));
+        let sessions: Vec<bool> = found.iter().map(|g| g.1).collect();
+        assert_eq!(sessions, [true, true, false]);
+        assert_eq!(
+            front.cut(&message(b'd', b"1\n"), true).unwrap_err(),
+            "COPY FROM STDIN data (CopyData)"
+        );
+        assert!(front.cut(&message(b'F', b""), true).is_err());
+    }
+
+    #[test]
+    fn oversized_messages_are_refused_before_they_are_buffered() {
+        let mut head = vec![b'Q'];
+        head.extend(((MESSAGE_BYTES_MAX + 1) as u32).to_be_bytes());
+        assert!(cut_message(&head).is_err());
+        assert_eq!(cut_message(&head[..3]), Ok(None));
+    }
+
+    fn error_body(message: &str) -> Vec<u8> {
+        let mut body = b"SERROR\0".to_vec();
+        body.push(b'M');
+        body.extend(cstrings(&[message]));
+        body.push(0);
+        body
+    }
+
+    #[test]
+    fn answers_match_in_order_and_an_error_skips_to_the_sync() {
+        let mut answers: Answers<u32> = Answers::default();
+        assert!(answers.on_message(b'R', b"\0\0\0\0").unwrap().is_empty());
+        assert!(!answers.ready());
+        answers.on_message(b'Z', b"I").unwrap();
+        assert!(answers.ready());
+        // A Query: answered at its ReadyForQuery, with the error it got.
+        answers.expect(1, GroupEnd::Ready);
+        assert!(answers
+            .on_message(b'E', &error_body("boom"))
+            .unwrap()
+            .is_empty());
+        let done = answers.on_message(b'Z', b"I").unwrap();
+        assert_eq!(
+            done,
+            [Answered {
+                tag: 1,
+                error: Some("boom".into())
+            }]
+        );
+        // Flush groups: answered by their responses; an error answers one and the next Flush at once.
+        answers.expect(2, GroupEnd::Responses(2));
+        answers.expect(3, GroupEnd::Responses(1));
+        answers.expect(4, GroupEnd::Ready);
+        assert!(answers.on_message(b'1', b"").unwrap().is_empty());
+        let done = answers.on_message(b'E', &error_body("bad")).unwrap();
+        assert_eq!(
+            done,
+            [
+                Answered {
+                    tag: 2,
+                    error: Some("bad".into())
+                },
+                Answered {
+                    tag: 3,
+                    error: None
+                }
+            ]
+        );
+        assert_eq!(
+            answers.on_message(b'Z', b"I").unwrap(),
+            [Answered {
+                tag: 4,
+                error: None
+            }]
+        );
+        // A lone Flush is answered when it is sent.
+        assert_eq!(
+            answers.expect(5, GroupEnd::Responses(0)),
+            [Answered {
+                tag: 5,
+                error: None
+            }]
+        );
+        assert_eq!(
+            answers.on_message(b'G', b"").unwrap_err(),
+            "COPY FROM STDIN (CopyInResponse)"
+        );
+    }
+}

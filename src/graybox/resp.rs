@@ -1,1 +1,371 @@
-//! issue 32: see gate.rs
+//! Redis's RESP (2 and 3), as much as a gate needs: cutting commands from what the service sends (arrays of bulk
+//! strings, or inline commands), cutting whole replies of every type from what the store sends (maps, sets,
+//! attributes `|` that prefix a reply, push `>` frames that are not replies), and deciding which commands are
+//! boundaries. One command is one boundary, answered by its one reply; `MULTI` and the commands it queues pass
+//! straight through (they do nothing until `EXEC`), and `EXEC` (or `DISCARD`) is the boundary of the block.
+
+use super::normalise;
+use std::collections::VecDeque;
+
+/// The largest bulk string either side may send.
+pub const BULK_BYTES_MAX: usize = 64 << 20;
+/// The most elements one aggregate may have.
+pub const ELEMENTS_MAX: usize = 1 << 20;
+/// The longest simple line (an inline command, a status, an error, a number).
+pub const LINE_BYTES_MAX: usize = 64 << 10;
+/// The most commands one `MULTI` block may queue.
+pub const QUEUED_MAX: usize = 10_000;
+
+/// Commands that only set up or read the session: announced, passed without a decision.
+const SESSION: [&str; 11] = [
+    "HELLO", "AUTH", "CLIENT", "SELECT", "PING", "ECHO", "INFO", "COMMAND", "READONLY", "QUIT",
+    "RESET",
+];
+/// Commands after which replies no longer match commands one to one.
+const UNSUPPORTED: [&str; 6] = [
+    "SUBSCRIBE",
+    "PSUBSCRIBE",
+    "SSUBSCRIBE",
+    "MONITOR",
+    "SYNC",
+    "PSYNC",
+];
+
+/// The line at `at` (without its CRLF) and where the next starts; None: incomplete.
+fn line(buf: &[u8], at: usize) -> Result<Option<(&[u8], usize)>, String> {
+    let rest = &buf[at.min(buf.len())..];
+    match rest.iter().position(|&b| b == b'\n') {
+        Some(end) if end > LINE_BYTES_MAX => Err(format!("a line of {end} bytes")),
+        Some(end) => Ok(Some((
+            rest[..end].strip_suffix(b"\r").unwrap_or(&rest[..end]),
+            at + end + 1,
+        ))),
+        None if rest.len() > LINE_BYTES_MAX => {
+            Err(format!("a line of more than {LINE_BYTES_MAX} bytes"))
+        }
+        None => Ok(None),
+    }
+}
+
+fn number(text: &[u8], what: &str) -> Result<i64, String> {
+    std::str::from_utf8(text)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| format!("{what}: '{}' is not a number", text.escape_ascii()))
+}
+
+/// The length of the first complete frame (any RESP2 or RESP3 type) at the start of `buf`; None: incomplete.
+/// Iterative: `remaining` counts the values still to read, so nesting costs no stack.
+pub fn cut_frame(buf: &[u8]) -> Result<Option<usize>, String> {
+    let mut at = 0;
+    let mut remaining: usize = 1;
+    while remaining > 0 {
+        let Some((head, next)) = line(buf, at)? else {
+            return Ok(None);
+        };
+        let (&kind, rest) = head.split_first().ok_or("an empty RESP line")?;
+        at = next;
+        match kind {
+            b'+' | b'-' | b':' | b'_' | b'#' | b',' | b'(' => remaining -= 1,
+            b'$' | b'!' | b'=' => {
+                remaining -= 1;
+                if rest == b"?" {
+                    return Err("a streamed RESP3 string".into());
+                }
+                let len = number(rest, "bulk length")?;
+                if len >= 0 {
+                    let len = len as usize;
+                    if len > BULK_BYTES_MAX {
+                        return Err(format!("a bulk string of {len} bytes"));
+                    }
+                    if buf.len() < at + len + 2 {
+                        return Ok(None);
+                    }
+                    at += len + 2;
+                }
+            }
+            b'*' | b'~' | b'>' | b'%' | b'|' => {
+                if rest == b"?" {
+                    return Err("a streamed RESP3 aggregate".into());
+                }
+                let count = number(rest, "aggregate length")?.max(0) as usize;
+                if count > ELEMENTS_MAX {
+                    return Err(format!("an aggregate of {count} elements"));
+                }
+                let pairs = matches!(kind, b'%' | b'|');
+                let elements = if pairs { 2 * count } else { count };
+                // An attribute prefixes the value it annotates: that value is still to be read.
+                remaining = remaining - usize::from(kind != b'|') + elements;
+            }
+            other => return Err(format!("RESP type byte '{}'", other.escape_ascii())),
+        }
+    }
+    Ok(Some(at))
+}
+
+/// A reply frame from the store: a push (not a reply), or a reply with the error it carries (a top-level
+/// error, or the first error among the elements of an array, as `EXEC` answers a failed queued command).
+pub fn reply_error(frame: &[u8]) -> Result<Option<Option<String>>, String> {
+    match frame.first() {
+        Some(b'>') => Ok(None),
+        Some(b'-') => Ok(Some(Some(first_line(&frame[1..])))),
+        Some(b'!') => Ok(Some(Some(bulk_text(frame)))),
+        Some(b'*') => {
+            let (_, mut at) = line(frame, 0)?.ok_or("an incomplete array")?;
+            while at < frame.len() {
+                if frame[at] == b'-' {
+                    return Ok(Some(Some(first_line(&frame[at + 1..]))));
+                }
+                at += cut_frame(&frame[at..])?.ok_or("an incomplete element")?;
+            }
+            Ok(Some(None))
+        }
+        _ => Ok(Some(None)),
+    }
+}
+
+fn first_line(text: &[u8]) -> String {
+    let end = text
+        .iter()
+        .position(|&b| b == b'\r' || b == b'\n')
+        .unwrap_or(text.len());
+    String::from_utf8_lossy(&text[..end]).into_owned()
+}
+
+fn bulk_text(frame: &[u8]) -> String {
+    let start = frame
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(frame.len(), |p| p + 1);
+    first_line(&frame[start..])
+}
+
+/// A command's arguments, its name first.
+pub type Args = Vec<Vec<u8>>;
+
+/// The first complete command at the start of `buf`: its arguments and length (an empty inline line gives no
+/// arguments). None: incomplete.
+pub fn cut_command(buf: &[u8]) -> Result<Option<(Args, usize)>, String> {
+    if buf.first() != Some(&b'*') {
+        let Some((text, next)) = line(buf, 0)? else {
+            return Ok(None);
+        };
+        let args = text
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|w| !w.is_empty())
+            .map(<[u8]>::to_vec);
+        return Ok(Some((args.collect(), next)));
+    }
+    let Some(len) = cut_frame(buf)? else {
+        return Ok(None);
+    };
+    let (head, mut at) = line(buf, 0)?.ok_or("an incomplete command")?;
+    let count = number(&head[1..], "command length")?.max(0) as usize;
+    let mut args = Vec::with_capacity(count.min(64));
+    for _ in 0..count {
+        let (arg_head, next) = line(buf, at)?.ok_or("an incomplete argument")?;
+        if arg_head.first() != Some(&b'$') {
+            return Err("a command argument that is not a bulk string".into());
+        }
+        let arg_len = number(&arg_head[1..], "argument length")?.max(0) as usize;
+        args.push(buf[next..next + arg_len].to_vec());
+        at = next + arg_len + 2;
+    }
+    Ok(Some((args, len)))
+}
+
+/// What a command makes the gate do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Forward; its reply is matched but it is no boundary (`MULTI`, a queued command).
+    Quiet,
+    /// A boundary with this text.
+    Boundary { text: String, session: bool },
+}
+
+/// The frontend side of one connection: whether a `MULTI` block is open, and the texts it queued.
+#[derive(Debug, Default)]
+pub struct Front {
+    multi: Option<Vec<String>>,
+}
+
+impl Front {
+    /// Classify one command. Err: unsupported, by name.
+    pub fn command(&mut self, args: &[Vec<u8>]) -> Result<Command, String> {
+        let text = normalise::redis(args);
+        let name = text.split(' ').next().unwrap_or("").to_string();
+        if UNSUPPORTED.contains(&name.as_str()) || text.starts_with("CLIENT REPLY") {
+            return Err(text);
+        }
+        if let Some(queued) = &mut self.multi {
+            if name == "EXEC" || name == "DISCARD" {
+                queued.push(name);
+                let text = queued.join("; ");
+                self.multi = None;
+                return Ok(Command::Boundary {
+                    text,
+                    session: false,
+                });
+            }
+            if queued.len() >= QUEUED_MAX {
+                return Err(format!("a MULTI block of more than {QUEUED_MAX} commands"));
+            }
+            queued.push(text);
+            return Ok(Command::Quiet);
+        }
+        if name == "MULTI" {
+            self.multi = Some(vec![name]);
+            return Ok(Command::Quiet);
+        }
+        let session = SESSION.contains(&name.as_str());
+        Ok(Command::Boundary { text, session })
+    }
+}
+
+/// The backend side of one connection: forwarded commands in order, each answered by the next reply.
+#[derive(Debug)]
+pub struct Answers<T> {
+    queue: VecDeque<T>,
+}
+
+impl<T> Default for Answers<T> {
+    fn default() -> Self {
+        Answers {
+            queue: VecDeque::new(),
+        }
+    }
+}
+
+impl<T> Answers<T> {
+    pub fn expect(&mut self, tag: T) {
+        self.queue.push_back(tag);
+    }
+
+    pub fn head(&self) -> Option<&T> {
+        self.queue.front()
+    }
+
+    /// One frame from the store: the command it answered (None for a push frame, or a reply nobody waits for).
+    pub fn on_frame(&mut self, frame: &[u8]) -> Result<Option<(T, Option<String>)>, String> {
+        match reply_error(frame)? {
+            None => Ok(None),
+            Some(error) => Ok(self.queue.pop_front().map(|tag| (tag, error))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(words: &[&str]) -> Args {
+        words.iter().map(|w| w.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn frames_of_every_type_are_cut_whole_even_when_split() {
+        let frames: [&[u8]; 9] = [
+            b"+OK\r\n",
+            b"$5\r\nhe\r\no\r\n",
+            b"$-1\r\n",
+            b"*2\r\n:1\r\n*1\r\n$1\r\nx\r\n",
+            b"%1\r\n+k\r\n~2\r\n#t\r\n,1.5\r\n",
+            b"|1\r\n+ttl\r\n:3\r\n$2\r\nok\r\n",
+            b"_\r\n",
+            b"=8\r\ntxt:abcd\r\n",
+            b"*-1\r\n",
+        ];
+        for frame in frames {
+            assert_eq!(
+                cut_frame(frame),
+                Ok(Some(frame.len())),
+                "{}",
+                frame.escape_ascii()
+            );
+            for cut in 0..frame.len() {
+                assert_eq!(
+                    cut_frame(&frame[..cut]),
+                    Ok(None),
+                    "{} at {cut}",
+                    frame.escape_ascii()
+                );
+            }
+        }
+        let mut two = b"+OK\r\n".to_vec();
+        two.extend(b":7\r\n");
+        assert_eq!(cut_frame(&two), Ok(Some(5)));
+    }
+
+    #[test]
+    fn oversized_and_unknown_frames_are_refused() {
+        assert!(cut_frame(format!("${}\r\n", BULK_BYTES_MAX + 1).as_bytes()).is_err());
+        assert!(cut_frame(format!("*{}\r\n", ELEMENTS_MAX + 1).as_bytes()).is_err());
+        assert!(cut_frame(b"?x\r\n").is_err());
+        assert!(cut_frame(&vec![b'+'; LINE_BYTES_MAX + 2]).is_err());
+    }
+
+    #[test]
+    fn replies_carry_their_errors_and_pushes_are_not_replies() {
+        assert_eq!(reply_error(b"-ERR no\r\n"), Ok(Some(Some("ERR no".into()))));
+        assert_eq!(reply_error(b"!3\r\nbad\r\n"), Ok(Some(Some("bad".into()))));
+        assert_eq!(
+            reply_error(b"*2\r\n+OK\r\n-WRONGTYPE x\r\n"),
+            Ok(Some(Some("WRONGTYPE x".into())))
+        );
+        assert_eq!(reply_error(b"*1\r\n$2\r\n-x\r\n"), Ok(Some(None)));
+        assert_eq!(reply_error(b">2\r\n+message\r\n+x\r\n"), Ok(None));
+        let mut answers: Answers<u8> = Answers::default();
+        answers.expect(1);
+        assert_eq!(answers.on_frame(b">1\r\n+p\r\n"), Ok(None));
+        assert_eq!(answers.on_frame(b":1\r\n"), Ok(Some((1, None))));
+    }
+
+    #[test]
+    fn commands_are_cut_from_arrays_and_inline_lines() {
+        let bytes = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nv1\r\nPING\r\n";
+        let (first, len) = cut_command(bytes).unwrap().unwrap();
+        assert_eq!(first, args(&["SET", "k", "v1"]));
+        let (second, rest) = cut_command(&bytes[len..]).unwrap().unwrap();
+        assert_eq!((second, len + rest), (args(&["PING"]), bytes.len()));
+        assert_eq!(cut_command(&bytes[..len - 1]), Ok(None));
+    }
+
+    #[test]
+    fn multi_blocks_are_one_boundary_at_exec_and_session_commands_pass() {
+        let mut front = Front::default();
+        assert_eq!(front.command(&args(&["MULTI"])), Ok(Command::Quiet));
+        assert_eq!(
+            front.command(&args(&["SET", "k", "1", "NX"])),
+            Ok(Command::Quiet)
+        );
+        assert_eq!(
+            front.command(&args(&["exec"])),
+            Ok(Command::Boundary {
+                text: "MULTI; SET ? ? NX; EXEC".into(),
+                session: false
+            })
+        );
+        assert_eq!(
+            front.command(&args(&["GET", "k"])),
+            Ok(Command::Boundary {
+                text: "GET ?".into(),
+                session: false
+            })
+        );
+        assert_eq!(
+            front.command(&args(&["HELLO", "3"])),
+            Ok(Command::Boundary {
+                text: "HELLO ?".into(),
+                session: true
+            })
+        );
+        assert_eq!(
+            front.command(&args(&["subscribe", "c"])),
+            Err("SUBSCRIBE ?".into())
+        );
+        assert_eq!(
+            front.command(&args(&["CLIENT", "REPLY", "OFF"])),
+            Err("CLIENT REPLY ?".into())
+        );
+    }
+}

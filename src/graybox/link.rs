@@ -1,0 +1,441 @@
+//! One connection through a gate: the service's side and the store's side, forwarded by two loops in one task.
+//! The service's loop cuts what it sends into units (the protocol modules decide which are boundaries), holds a
+//! boundary until its decision, and forwards it; the store's loop cuts replies, matches them in order to what was
+//! forwarded (so every boundary gets its `Answered`), and delivers them unless a withheld boundary's answer
+//! began, after which nothing more reaches the service on this connection.
+
+use super::gate::{Boundary, BoundaryId, ConnectionId, Decision, Event, Shared, Wire};
+use super::{pg_wire, resp};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+/// How long the gate waits for the real store to accept a connection.
+pub const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// One read from a socket.
+const READ_BYTES: usize = 64 << 10;
+
+/// What a forwarded unit waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expect {
+    Pg(pg_wire::GroupEnd),
+    Reply,
+}
+
+/// A unit cut from what the service sent.
+enum Unit {
+    /// Forward as is; nothing is matched to it (PostgreSQL's startup and authentication).
+    Raw(Vec<u8>),
+    /// Answer the service directly, forward nothing (`N` to an SSLRequest).
+    Reply(Vec<u8>),
+    /// Forward; its answer is matched, but it is no boundary (`MULTI`, a queued command).
+    Quiet(Vec<u8>, Expect),
+    Boundary {
+        bytes: Vec<u8>,
+        text: String,
+        session: bool,
+        expect: Expect,
+    },
+    /// Forward, then close (PostgreSQL's Terminate).
+    Last(Vec<u8>),
+}
+
+/// Who waits for an answer, and whether that answer is kept from the service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Tag {
+    boundary: Option<BoundaryId>,
+    withheld: bool,
+}
+
+/// Why a connection ended.
+enum End {
+    /// The service closed (with what was unsupported about the way it did, if anything).
+    ServiceClosed(Option<String>),
+    StoreClosed,
+    Unsupported(String),
+    UpstreamFailed(String),
+    /// `close_all`, or the held boundary's decision was dropped.
+    Shutdown,
+}
+
+/// The service's side: the protocol's frontend state.
+enum Cutter {
+    Pg(pg_wire::Front),
+    Redis(resp::Front),
+}
+
+impl Cutter {
+    fn cut(&mut self, buf: &[u8], ready: bool) -> Result<Option<(usize, Option<Unit>)>, String> {
+        match self {
+            Cutter::Pg(front) => Ok(front
+                .cut(buf, ready)?
+                .map(|(len, step)| (len, pg_unit(step)))),
+            Cutter::Redis(front) => {
+                let Some((args, len)) = resp::cut_command(buf)? else {
+                    return Ok(None);
+                };
+                let bytes = buf[..len].to_vec();
+                if args.is_empty() {
+                    return Ok(Some((len, Some(Unit::Raw(bytes)))));
+                }
+                let unit = match front
+                    .command(&args)
+                    .map_err(|what| format!("Redis {what}"))?
+                {
+                    resp::Command::Quiet => Unit::Quiet(bytes, Expect::Reply),
+                    resp::Command::Boundary { text, session } => Unit::Boundary {
+                        bytes,
+                        text,
+                        session,
+                        expect: Expect::Reply,
+                    },
+                };
+                Ok(Some((len, Some(unit))))
+            }
+        }
+    }
+
+    fn at_close(&self) -> Option<String> {
+        match self {
+            Cutter::Pg(front) => front.at_close(),
+            Cutter::Redis(_) => None,
+        }
+    }
+}
+
+fn pg_unit(step: pg_wire::FrontStep) -> Option<Unit> {
+    match step {
+        pg_wire::FrontStep::Raw(bytes) => Some(Unit::Raw(bytes)),
+        pg_wire::FrontStep::Reply(bytes) => Some(Unit::Reply(bytes)),
+        pg_wire::FrontStep::Pending => None,
+        pg_wire::FrontStep::Group(group) => Some(Unit::Boundary {
+            bytes: group.bytes,
+            text: group.text,
+            session: group.session,
+            expect: Expect::Pg(group.end),
+        }),
+        pg_wire::FrontStep::Last(bytes) => Some(Unit::Last(bytes)),
+    }
+}
+
+/// The store's side: what was forwarded and waits for its answer.
+enum Tracker {
+    Pg(pg_wire::Answers<Tag>),
+    Redis(resp::Answers<Tag>),
+}
+
+/// One message from the store: its length, what it answered, whether it reaches the service.
+type StoreMessage = (usize, Vec<(Tag, Option<String>)>, bool);
+
+struct Link {
+    tracker: Tracker,
+    /// A withheld boundary's answer began: nothing more is delivered.
+    muted: bool,
+}
+
+impl Link {
+    fn ready(&self) -> bool {
+        match &self.tracker {
+            Tracker::Pg(answers) => answers.ready(),
+            Tracker::Redis(_) => true,
+        }
+    }
+
+    fn expect(&mut self, tag: Tag, expect: Expect) -> Vec<(Tag, Option<String>)> {
+        match (&mut self.tracker, expect) {
+            (Tracker::Pg(answers), Expect::Pg(end)) => answers
+                .expect(tag, end)
+                .into_iter()
+                .map(|a| (a.tag, a.error))
+                .collect(),
+            (Tracker::Redis(answers), _) => {
+                answers.expect(tag);
+                Vec::new()
+            }
+            (Tracker::Pg(_), Expect::Reply) => {
+                unreachable!("a PostgreSQL unit always says how it ends")
+            }
+        }
+    }
+
+    fn on_store(&mut self, buf: &[u8]) -> Result<Option<StoreMessage>, String> {
+        let head_withheld = match &self.tracker {
+            Tracker::Pg(answers) => answers.head().is_some_and(|t| t.withheld),
+            Tracker::Redis(answers) => answers.head().is_some_and(|t| t.withheld),
+        };
+        let (len, done) = match &mut self.tracker {
+            Tracker::Pg(answers) => {
+                let Some((kind, len)) = pg_wire::cut_message(buf)? else {
+                    return Ok(None);
+                };
+                let done = answers.on_message(kind, &buf[5..len])?;
+                (len, done.into_iter().map(|a| (a.tag, a.error)).collect())
+            }
+            Tracker::Redis(answers) => {
+                let Some(len) = resp::cut_frame(buf)? else {
+                    return Ok(None);
+                };
+                (len, answers.on_frame(&buf[..len])?.into_iter().collect())
+            }
+        };
+        self.muted |= head_withheld;
+        Ok(Some((len, done, !self.muted)))
+    }
+}
+
+/// Serve one accepted connection until either side closes, it breaks, or `close_all`; then say why.
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    wire: Wire,
+    connection: ConnectionId,
+    service: TcpStream,
+    upstream: SocketAddr,
+    mut shutdown: watch::Receiver<u64>,
+) {
+    shared.emit(Event::Opened { connection, wire });
+    let end = tokio::select! {
+        end = serve(&shared, wire, connection, service, upstream) => end,
+        _ = shutdown.changed() => End::Shutdown,
+    };
+    shared.forget_connection(connection);
+    match end {
+        End::ServiceClosed(Some(what)) | End::Unsupported(what) => {
+            shared.emit(Event::Unsupported {
+                connection,
+                wire,
+                what,
+            })
+        }
+        End::UpstreamFailed(error) => shared.emit(Event::UpstreamFailed {
+            connection,
+            wire,
+            error,
+        }),
+        End::ServiceClosed(None) | End::StoreClosed | End::Shutdown => {}
+    }
+    shared.emit(Event::Closed { connection });
+}
+
+async fn serve(
+    shared: &Shared,
+    wire: Wire,
+    connection: ConnectionId,
+    service: TcpStream,
+    upstream: SocketAddr,
+) -> End {
+    let store = match tokio::time::timeout(UPSTREAM_CONNECT_TIMEOUT, TcpStream::connect(upstream))
+        .await
+    {
+        Ok(Ok(store)) => store,
+        Ok(Err(error)) => return End::UpstreamFailed(format!("connect to {upstream}: {error}")),
+        Err(_) => {
+            return End::UpstreamFailed(format!(
+                "connect to {upstream}: no answer in {UPSTREAM_CONNECT_TIMEOUT:?}"
+            ))
+        }
+    };
+    let _ = store.set_nodelay(true);
+    let _ = service.set_nodelay(true);
+    let (service_read, service_write) = service.into_split();
+    let (store_read, store_write) = store.into_split();
+    let service_write = tokio::sync::Mutex::new(service_write);
+    let (cutter, tracker) = match wire {
+        Wire::Postgres => (
+            Cutter::Pg(pg_wire::Front::default()),
+            Tracker::Pg(pg_wire::Answers::default()),
+        ),
+        Wire::Redis => (
+            Cutter::Redis(resp::Front::default()),
+            Tracker::Redis(resp::Answers::default()),
+        ),
+    };
+    let link = Mutex::new(Link {
+        tracker,
+        muted: false,
+    });
+    let front = Front {
+        shared,
+        wire,
+        connection,
+        link: &link,
+        service_write: &service_write,
+    };
+    tokio::select! {
+        end = front.run(cutter, service_read, store_write) => end,
+        end = back(shared, &link, store_read, &service_write) => end,
+    }
+}
+
+/// The service's side of one connection.
+struct Front<'a> {
+    shared: &'a Shared,
+    wire: Wire,
+    connection: ConnectionId,
+    link: &'a Mutex<Link>,
+    service_write: &'a tokio::sync::Mutex<OwnedWriteHalf>,
+}
+
+impl Front<'_> {
+    async fn run(
+        &self,
+        mut cutter: Cutter,
+        mut service: OwnedReadHalf,
+        mut store: OwnedWriteHalf,
+    ) -> End {
+        let mut buf = Vec::new();
+        let mut chunk = vec![0u8; READ_BYTES];
+        loop {
+            let mut used = 0;
+            loop {
+                let ready = self.link.lock().expect("link lock").ready();
+                let (len, unit) = match cutter.cut(&buf[used..], ready) {
+                    Ok(Some(step)) => step,
+                    Ok(None) => break,
+                    Err(what) => return End::Unsupported(what),
+                };
+                used += len;
+                if let Some(unit) = unit {
+                    if let Some(end) = self.unit(unit, &mut store).await {
+                        return end;
+                    }
+                }
+            }
+            buf.drain(..used);
+            match service.read(&mut chunk).await {
+                Ok(0) | Err(_) => return End::ServiceClosed(cutter.at_close()),
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+
+    /// Forward one unit (after its decision, for a held boundary). Some: the connection ends.
+    async fn unit(&self, unit: Unit, store: &mut OwnedWriteHalf) -> Option<End> {
+        let bytes = match unit {
+            Unit::Raw(bytes) => bytes,
+            Unit::Reply(bytes) => {
+                let written = self.service_write.lock().await.write_all(&bytes).await;
+                return written.err().map(|_| End::ServiceClosed(None));
+            }
+            Unit::Quiet(bytes, expect) => {
+                self.expect(
+                    Tag {
+                        boundary: None,
+                        withheld: false,
+                    },
+                    expect,
+                );
+                bytes
+            }
+            Unit::Boundary {
+                bytes,
+                text,
+                session,
+                expect,
+            } => {
+                let (id, decision) = self.gate(text, session).await?;
+                let withheld = decision == Decision::Withhold;
+                self.expect(
+                    Tag {
+                        boundary: Some(id),
+                        withheld,
+                    },
+                    expect,
+                );
+                bytes
+            }
+            Unit::Last(bytes) => {
+                let _ = store.write_all(&bytes).await;
+                return Some(End::ServiceClosed(None));
+            }
+        };
+        match store.write_all(&bytes).await {
+            Ok(()) => None,
+            Err(error) => Some(End::UpstreamFailed(format!("write: {error}"))),
+        }
+    }
+
+    /// Announce a boundary; in hold mode wait for its decision. None: the decision was dropped (`close_all`).
+    async fn gate(&self, text: String, session: bool) -> Option<(BoundaryId, Decision)> {
+        let id = self.shared.next_boundary();
+        let boundary = Boundary {
+            id,
+            connection: self.connection,
+            wire: self.wire,
+            text,
+            session,
+        };
+        if session || !self.shared.holding() {
+            self.shared.emit(Event::Boundary {
+                boundary,
+                held: false,
+            });
+            return Some((id, Decision::Release));
+        }
+        // Registered before it is announced, so a decision taken on the event always finds it.
+        let decision = self.shared.hold(id, self.connection);
+        self.shared.emit(Event::Boundary {
+            boundary,
+            held: true,
+        });
+        decision.await.ok().map(|decision| (id, decision))
+    }
+
+    fn expect(&self, tag: Tag, expect: Expect) {
+        let done = self.link.lock().expect("link lock").expect(tag, expect);
+        for (tag, error) in done {
+            answered(self.shared, tag, error);
+        }
+    }
+}
+
+fn answered(shared: &Shared, tag: Tag, error: Option<String>) {
+    if let Some(id) = tag.boundary {
+        shared.emit(Event::Answered { id, error });
+    }
+}
+
+/// The store's side of one connection: cut, match, deliver (unless muted).
+async fn back(
+    shared: &Shared,
+    link: &Mutex<Link>,
+    mut store: OwnedReadHalf,
+    service: &tokio::sync::Mutex<OwnedWriteHalf>,
+) -> End {
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; READ_BYTES];
+    loop {
+        let mut used = 0;
+        let mut out = Vec::new();
+        {
+            let mut link = link.lock().expect("link lock");
+            loop {
+                match link.on_store(&buf[used..]) {
+                    Ok(None) => break,
+                    Ok(Some((len, done, deliver))) => {
+                        if deliver {
+                            out.extend_from_slice(&buf[used..used + len]);
+                        }
+                        used += len;
+                        for (tag, error) in done {
+                            answered(shared, tag, error);
+                        }
+                    }
+                    Err(what) => return End::Unsupported(what),
+                }
+            }
+        }
+        buf.drain(..used);
+        if !out.is_empty() && service.lock().await.write_all(&out).await.is_err() {
+            return End::ServiceClosed(None);
+        }
+        match store.read(&mut chunk).await {
+            Ok(0) => return End::StoreClosed,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(error) => return End::UpstreamFailed(format!("read: {error}")),
+        }
+    }
+}
