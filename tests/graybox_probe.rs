@@ -1,7 +1,8 @@
 //! The gray-box probe's controller end to end (issue 32) on a tiny Python service of its own
 //! (tests/graybox_tiny/service.py, stdlib + Debian's psycopg2) and a PostgreSQL the test starts: the article's
-//! claim-first design is reported stuck after the claim commits and its saved schedule replays; its fixed twin
-//! (one transaction) passes every check; a probe killed mid-run leaves no process of the service; bad input is
+//! claim-first design is reported stuck after the claim commits and its saved schedule replays; a check-then-act
+//! design pays twice in some order of two requests, which replays; the fixed twin (one transaction) passes every
+//! check; a probe killed mid-run leaves no process of the service; bad input is
 //! refused before anything runs, and a service that exits early is exit 2 with its own output. Skipped with one
 //! line when PostgreSQL or /usr/bin/python3 with psycopg2 is missing (a failure under RETRYLAB_REQUIRE_SERVERS=1).
 
@@ -161,6 +162,39 @@ fn the_one_transaction_twin_passes_every_check() {
     assert!(
         std::fs::read_dir(dir.path()).map_or(true, |mut d| d.next().is_none()),
         "no schedule saved on a pass"
+    );
+}
+
+#[test]
+fn check_then_act_pays_twice_when_interleaved_and_the_order_replays() {
+    let Some(pg) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (output, lines) =
+        run(probe(&pg, "check-then-act", dir.path()).args(["--check", "interleaved-same-key"]));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let evidence = lines[0]["evidence"].as_str().unwrap();
+    assert!(
+        evidence.starts_with("2 effects: 2 requests with one key"),
+        "{evidence}"
+    );
+    assert!(
+        evidence.contains("request 2 `SELECT status, body FROM idempotency_keys WHERE key = ?`"),
+        "{evidence}"
+    );
+    let schedule = lines[0]["schedule"].as_str().unwrap();
+    let (replayed, lines) =
+        run(probe(&pg, "check-then-act", dir.path()).args(["--replay", schedule]));
+    assert_eq!(replayed.status.code(), Some(1), "{}", stderr(&replayed));
+    assert_eq!(lines[0]["replay"], "reproduced", "{}", lines[0]);
+    let (twin, lines) = run(probe(&pg, "one-transaction", dir.path()).args(["--replay", schedule]));
+    assert_eq!(twin.status.code(), Some(0), "{}", stderr(&twin));
+    assert!(
+        lines[0]["evidence"]
+            .as_str()
+            .unwrap()
+            .starts_with("boundary 2: request 1 sent `INSERT"),
+        "{}",
+        lines[0]
     );
 }
 

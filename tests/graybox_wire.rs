@@ -109,14 +109,18 @@ fn texts(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
+/// Whether `event` answers a boundary (not a session one) with this text, among the `events` seen before.
 fn is_answer_to(event: &Event, text: &str, events: &[Event]) -> bool {
     let Event::Answered { id, .. } = event else {
         return false;
     };
-    events.iter().any(|e| matches!(e, Event::Boundary { boundary, .. } if boundary.id == *id && boundary.text == text))
+    events.iter().any(|e| {
+        matches!(e, Event::Boundary { boundary, .. }
+            if boundary.id == *id && boundary.text == text && !boundary.session)
+    })
 }
 
-/// Events until the boundary with this text was answered.
+/// Events until the (non-session) boundary with this text was answered.
 fn until_answered(harness: &mut Harness, text: &str) -> Vec<Event> {
     let mut seen: Vec<Event> = Vec::new();
     loop {
@@ -189,6 +193,28 @@ fn simple_queries_are_one_boundary_each_with_literals_replaced() {
         .filter(|e| matches!(e, Event::Answered { error: None, .. }))
         .count();
     assert_eq!(answered, 4, "{events:?}");
+}
+
+#[test]
+fn a_statement_bigger_than_one_read_passes_whole() {
+    let Some(server) = TempPostgres::start() else {
+        return;
+    };
+    let mut direct = pg(&server.params());
+    direct.batch_execute("CREATE TABLE big (v text)").unwrap();
+    let mut harness = Harness::start(Some(server.port), None);
+    let mut client = pg(&harness.pg_params());
+    let value = "x".repeat(3 << 20);
+    client
+        .batch_execute(&format!("INSERT INTO big VALUES ('{value}')"))
+        .unwrap();
+    let rows = client.query("SELECT v FROM big", &[]).unwrap();
+    assert_eq!(rows[0].get::<_, String>(0).len(), value.len());
+    let events = until_answered(&mut harness, "SELECT v FROM big");
+    assert_eq!(
+        texts(&events),
+        ["INSERT INTO big VALUES (?)", "SELECT v FROM big"]
+    );
 }
 
 #[test]
@@ -357,5 +383,7 @@ fn copy_from_stdin_is_refused_by_name() {
 
 #[path = "graybox_wire/hold.rs"]
 mod hold;
+#[path = "graybox_wire/raw.rs"]
+mod raw;
 #[path = "graybox_wire/redis.rs"]
 mod redis_wire;

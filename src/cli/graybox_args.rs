@@ -364,7 +364,10 @@ pub fn run(probe: &ProbeArgs, gray: &GrayboxArgs) -> i32 {
         }
         None => runtime.block_on(until_signal(check_and_print(&config, probe.json))),
     };
-    code.unwrap_or_else(|signal_code| signal_code)
+    code.unwrap_or_else(|signal_code| {
+        errln!("interrupted (exit {signal_code}): the service's process group was killed and the gates closed");
+        signal_code
+    })
 }
 
 async fn check_and_print(config: &GrayConfig, json: bool) -> i32 {

@@ -24,6 +24,14 @@ pub enum ResetBy {
     Cmd(String),
 }
 
+/// The server's own message when there is one (the client's `Display` says only "db error").
+fn database_error(error: &postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{} {}: {}", db.severity(), db.code().code(), db.message()),
+        None => error.to_string(),
+    }
+}
+
 /// Counting and resetting, with one connection to the real database kept open.
 pub struct Effects {
     target: PostgresTarget,
@@ -63,7 +71,7 @@ impl Effects {
             if slot.is_none() {
                 let opened = config
                     .connect(postgres::NoTls)
-                    .map_err(|e| format!("the database at {address}: {e}"))?;
+                    .map_err(|e| format!("the database at {address}: {}", database_error(&e)))?;
                 *slot = Some(opened);
             }
             let result = work(slot.as_mut().expect("opened above"));
@@ -71,7 +79,7 @@ impl Effects {
                 // A broken connection is opened again next time.
                 *slot = None;
             }
-            result.map_err(|e| format!("the database at {address}: {e}"))
+            result.map_err(|e| format!("the database at {address}: {}", database_error(&e)))
         })
         .await
         .map_err(|e| format!("the database task: {e}"))?
@@ -89,7 +97,8 @@ impl Effects {
                             .try_get::<_, i64>(0)
                             .or_else(|_| row.try_get::<_, i32>(0).map(i64::from)))
                     })
-                    .await?;
+                    .await
+                    .map_err(|e| format!("--count-sql: {e}"))?;
                 value.map_err(|e| format!("--count-sql: the first column is not an integer: {e}"))
             }
             CountBy::Url(url) => self.count_by_url(url).await,

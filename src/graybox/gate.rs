@@ -63,10 +63,13 @@ pub enum Event {
     /// `held`: it waits for `Gates::decide` (hold mode, not a session statement); otherwise it was forwarded.
     Boundary { boundary: Boundary, held: bool },
     /// The store's whole answer to a forwarded boundary arrived (PostgreSQL: up to `ReadyForQuery`; Redis: the
-    /// command's reply, or `EXEC`'s). Delivered to the service unless the decision was `Withhold`.
+    /// command's reply, or `EXEC`'s). Delivered to the service unless the decision was `Withhold`. Not sent when
+    /// the connection closes first (the service was killed, `close_all`): wait for it before killing, to know a
+    /// withheld statement ran.
     Answered {
         id: BoundaryId,
-        /// The store's error, if it answered one (PostgreSQL `ErrorResponse`'s message, Redis `-ERR ...`).
+        /// The store's error, if it answered one (PostgreSQL `ErrorResponse`'s message, Redis `-ERR ...`, the
+        /// first error among `EXEC`'s replies; `pg_answers::SKIPPED` for a Flush group the store skipped).
         error: Option<String>,
     },
     /// The service (or the store) closed the connection.

@@ -12,12 +12,14 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 /// How long the gate waits for the real store to accept a connection.
 pub const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// One read from a socket.
 const READ_BYTES: usize = 64 << 10;
+/// What a connection may send on while one of its boundaries is held, before the gate stops reading it.
+const HELD_READ_BYTES_MAX: usize = 1 << 20;
 
 /// What a forwarded unit waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -279,46 +281,73 @@ struct Front<'a> {
     service_write: &'a tokio::sync::Mutex<OwnedWriteHalf>,
 }
 
+/// What the service sent and was not cut yet, and the socket it comes from.
+struct Incoming {
+    read: OwnedReadHalf,
+    buf: Vec<u8>,
+    chunk: Vec<u8>,
+}
+
+impl Incoming {
+    /// Read more; false when the service closed.
+    async fn more(&mut self) -> bool {
+        match self.read.read(&mut self.chunk).await {
+            Ok(0) | Err(_) => false,
+            Ok(n) => {
+                self.buf.extend_from_slice(&self.chunk[..n]);
+                true
+            }
+        }
+    }
+}
+
 impl Front<'_> {
     async fn run(
         &self,
         mut cutter: Cutter,
-        mut service: OwnedReadHalf,
+        service: OwnedReadHalf,
         mut store: OwnedWriteHalf,
     ) -> End {
-        let mut buf = Vec::new();
-        let mut chunk = vec![0u8; READ_BYTES];
+        let mut incoming = Incoming {
+            read: service,
+            buf: Vec::new(),
+            chunk: vec![0u8; READ_BYTES],
+        };
         loop {
             let mut used = 0;
             loop {
                 let ready = self.link.lock().expect("link lock").ready();
-                let (len, unit) = match cutter.cut(&buf[used..], ready) {
+                let (len, unit) = match cutter.cut(&incoming.buf[used..], ready) {
                     Ok(Some(step)) => step,
                     Ok(None) => break,
                     Err(what) => return End::Unsupported(what),
                 };
                 used += len;
                 if let Some(unit) = unit {
-                    if let Some(end) = self.unit(unit, &mut store).await {
+                    if let Err(end) = self.unit(unit, &mut store, &mut incoming).await {
                         return end;
                     }
                 }
             }
-            buf.drain(..used);
-            match service.read(&mut chunk).await {
-                Ok(0) | Err(_) => return End::ServiceClosed(cutter.at_close()),
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            incoming.buf.drain(..used);
+            if !incoming.more().await {
+                return End::ServiceClosed(cutter.at_close());
             }
         }
     }
 
-    /// Forward one unit (after its decision, for a held boundary). Some: the connection ends.
-    async fn unit(&self, unit: Unit, store: &mut OwnedWriteHalf) -> Option<End> {
+    /// Forward one unit (after its decision, for a held boundary). Err: the connection ends.
+    async fn unit(
+        &self,
+        unit: Unit,
+        store: &mut OwnedWriteHalf,
+        incoming: &mut Incoming,
+    ) -> Result<(), End> {
         let bytes = match unit {
             Unit::Raw(bytes) => bytes,
             Unit::Reply(bytes) => {
                 let written = self.service_write.lock().await.write_all(&bytes).await;
-                return written.err().map(|_| End::ServiceClosed(None));
+                return written.map_err(|_| End::ServiceClosed(None));
             }
             Unit::Quiet(bytes, expect) => {
                 self.expect(
@@ -336,7 +365,7 @@ impl Front<'_> {
                 session,
                 expect,
             } => {
-                let (id, decision) = self.gate(text, session).await?;
+                let (id, decision) = self.gate(text, session, incoming).await?;
                 let withheld = decision == Decision::Withhold;
                 self.expect(
                     Tag {
@@ -349,17 +378,23 @@ impl Front<'_> {
             }
             Unit::Last(bytes) => {
                 let _ = store.write_all(&bytes).await;
-                return Some(End::ServiceClosed(None));
+                return Err(End::ServiceClosed(None));
             }
         };
-        match store.write_all(&bytes).await {
-            Ok(()) => None,
-            Err(error) => Some(End::UpstreamFailed(format!("write: {error}"))),
-        }
+        store
+            .write_all(&bytes)
+            .await
+            .map_err(|error| End::UpstreamFailed(format!("write: {error}")))
     }
 
-    /// Announce a boundary; in hold mode wait for its decision. None: the decision was dropped (`close_all`).
-    async fn gate(&self, text: String, session: bool) -> Option<(BoundaryId, Decision)> {
+    /// Announce a boundary; in hold mode wait for its decision. Err: the service closed meanwhile, or the
+    /// decision was dropped (`close_all`).
+    async fn gate(
+        &self,
+        text: String,
+        session: bool,
+        incoming: &mut Incoming,
+    ) -> Result<(BoundaryId, Decision), End> {
         let id = self.shared.next_boundary();
         let boundary = Boundary {
             id,
@@ -373,7 +408,7 @@ impl Front<'_> {
                 boundary,
                 held: false,
             });
-            return Some((id, Decision::Release));
+            return Ok((id, Decision::Release));
         }
         // Registered before it is announced, so a decision taken on the event always finds it.
         let decision = self.shared.hold(id, self.connection);
@@ -381,7 +416,8 @@ impl Front<'_> {
             boundary,
             held: true,
         });
-        decision.await.ok().map(|decision| (id, decision))
+        let decision = wait(decision, incoming).await?;
+        Ok((id, decision))
     }
 
     fn expect(&self, tag: Tag, expect: Expect) {
@@ -390,6 +426,23 @@ impl Front<'_> {
             answered(self.shared, tag, error);
         }
     }
+}
+
+/// Wait for a held boundary's decision, reading on meanwhile: a service killed while its statement is held
+/// closes its connection at once (up to `HELD_READ_BYTES_MAX` of what it pipelined is kept).
+async fn wait(
+    mut decision: oneshot::Receiver<Decision>,
+    incoming: &mut Incoming,
+) -> Result<Decision, End> {
+    while incoming.buf.len() < HELD_READ_BYTES_MAX {
+        tokio::select! {
+            decided = &mut decision => return decided.map_err(|_| End::Shutdown),
+            more = incoming.more() => if !more {
+                return Err(End::ServiceClosed(None));
+            },
+        }
+    }
+    decision.await.map_err(|_| End::Shutdown)
 }
 
 fn answered(shared: &Shared, tag: Tag, error: Option<String>) {
@@ -437,5 +490,62 @@ async fn back(
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
             Err(error) => return End::UpstreamFailed(format!("read: {error}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tag(boundary: BoundaryId, withheld: bool) -> Tag {
+        Tag {
+            boundary: Some(boundary),
+            withheld,
+        }
+    }
+
+    #[test]
+    fn a_withheld_answer_and_everything_after_it_are_kept_from_the_service() {
+        let mut link = Link {
+            tracker: Tracker::Redis(resp::Answers::default()),
+            muted: false,
+        };
+        link.expect(tag(1, false), Expect::Reply);
+        link.expect(tag(2, true), Expect::Reply);
+        link.expect(tag(3, false), Expect::Reply);
+        let delivered = |link: &mut Link, frame: &[u8]| {
+            let (len, done, deliver) = link.on_store(frame).unwrap().unwrap();
+            assert_eq!(len, frame.len());
+            (done, deliver)
+        };
+        assert_eq!(
+            delivered(&mut link, b"+OK\r\n"),
+            (vec![(tag(1, false), None)], true)
+        );
+        assert_eq!(
+            delivered(&mut link, b":1\r\n"),
+            (vec![(tag(2, true), None)], false)
+        );
+        // Answered, but muted for good: the service never sees what follows the withheld answer.
+        assert_eq!(
+            delivered(&mut link, b"$1\r\nx\r\n"),
+            (vec![(tag(3, false), None)], false)
+        );
+    }
+
+    #[test]
+    fn nothing_is_muted_without_a_withheld_boundary() {
+        let mut link = Link {
+            tracker: Tracker::Pg(pg_wire::Answers::default()),
+            muted: false,
+        };
+        // Authentication and the first ReadyForQuery pass; then a Query group is answered at its ReadyForQuery.
+        assert!(link.on_store(b"R\0\0\0\x08\0\0\0\0").unwrap().unwrap().2);
+        assert!(link.on_store(b"Z\0\0\0\x05I").unwrap().unwrap().2);
+        assert!(link.ready());
+        link.expect(tag(1, false), Expect::Pg(pg_wire::GroupEnd::Ready));
+        let (_, done, deliver) = link.on_store(b"Z\0\0\0\x05I").unwrap().unwrap();
+        assert_eq!((done, deliver), (vec![(tag(1, false), None)], true));
+        assert_eq!(link.on_store(b"Z\0\0"), Ok(None));
     }
 }

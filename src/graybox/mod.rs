@@ -4,7 +4,8 @@
 //! - [`gate`]: the loopback wire proxies (PostgreSQL's frontend/backend protocol, Redis's RESP) that sit between
 //!   the service and its real stores, record each boundary's normalised text and connection, and hold, release
 //!   or withhold the answer of each one as the controller decides.
-//! - [`pg_wire`], [`resp`]: the two protocols' framing, by hand; [`normalise`]: literals replaced.
+//! - [`pg_wire`] (the service's side) and [`pg_answers`] (the store's), [`resp`]: the two protocols' framing, by
+//!   hand; [`normalise`]: literals replaced. `link` forwards one connection with them.
 //! - [`explore`]: which order of statements to try next (stateless DFS, preemption-bounded).
 //! - The controller side builds on [`gate::Gates`]: [`urls`] (the real stores' URLs, loopback only),
 //!   [`service`] (the service as a process group the probe kills and restarts), [`effects`] (count, reset),
@@ -19,6 +20,7 @@ pub mod gate;
 pub mod lab;
 mod link;
 pub mod normalise;
+pub mod pg_answers;
 pub mod pg_wire;
 pub mod probe;
 pub mod replay;

@@ -10,7 +10,7 @@
 //! messages got its response, or at an ErrorResponse (after which the store skips everything until a Sync).
 
 use super::normalise;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// The largest message either side may send (a bigger one closes the connection as unsupported).
 pub const MESSAGE_BYTES_MAX: usize = 64 << 20;
@@ -49,7 +49,7 @@ pub fn cut_message(buf: &[u8]) -> Result<Option<(u8, usize)>, String> {
 }
 
 /// A null-terminated string at `at` in `body`, and where the next field starts.
-fn cstring(body: &[u8], at: usize) -> Option<(String, usize)> {
+pub(super) fn cstring(body: &[u8], at: usize) -> Option<(String, usize)> {
     let rest = body.get(at..)?;
     let end = rest.iter().position(|&b| b == 0)?;
     Some((
@@ -197,7 +197,9 @@ impl Front {
             b'D' => self.describe(body),
             b'E' => self.execute(body),
             b'C' => self.close(body),
-            b'Q' | b'S' | b'H' => {}
+            b'S' => self.kinds.push("Sync"),
+            b'H' => self.kinds.push("Flush"),
+            b'Q' => {}
             b'd' => return Err("COPY FROM STDIN data (CopyData)".into()),
             b'c' => return Err("COPY FROM STDIN end (CopyDone)".into()),
             b'f' => return Err("COPY FROM STDIN failure (CopyFail)".into()),
@@ -322,145 +324,10 @@ fn startup_parameter(msg: &[u8], key: &str) -> Option<String> {
     None
 }
 
-/// The `M` (message) field of an ErrorResponse's body.
-pub fn error_message(body: &[u8]) -> String {
-    let mut at = 0;
-    while let Some(&field) = body.get(at) {
-        if field == 0 {
-            break;
-        }
-        let Some((value, next)) = cstring(body, at + 1) else {
-            break;
-        };
-        if field == b'M' {
-            return value;
-        }
-        at = next;
-    }
-    "error without a message".to_string()
-}
-
-/// A group answered: its tag and the store's error, if any.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Answered<T> {
-    pub tag: T,
-    pub error: Option<String>,
-}
-
-#[derive(Debug)]
-struct Waiting<T> {
-    tag: T,
-    end: GroupEnd,
-    responses: u32,
-    error: Option<String>,
-}
-
-/// The backend side of one connection: forwarded groups in order, matched with what the store sends.
-#[derive(Debug)]
-pub struct Answers<T> {
-    queue: VecDeque<Waiting<T>>,
-    /// The store's first ReadyForQuery arrived: authentication is over, groups are gated from now on.
-    ready: bool,
-    /// An ErrorResponse ended a Flush group: the store ignores everything until the next Sync.
-    skipping: bool,
-}
-
-impl<T> Default for Answers<T> {
-    fn default() -> Self {
-        Answers {
-            queue: VecDeque::new(),
-            ready: false,
-            skipping: false,
-        }
-    }
-}
-
-impl<T> Answers<T> {
-    pub fn ready(&self) -> bool {
-        self.ready
-    }
-
-    /// The tag of the oldest group not answered yet.
-    pub fn head(&self) -> Option<&T> {
-        self.queue.front().map(|w| &w.tag)
-    }
-
-    /// A group was forwarded. A Flush group sent while the store skips until a Sync is answered at once.
-    pub fn expect(&mut self, tag: T, end: GroupEnd) -> Vec<Answered<T>> {
-        self.queue.push_back(Waiting {
-            tag,
-            end,
-            responses: 0,
-            error: None,
-        });
-        let mut done = Vec::new();
-        self.drain_settled(&mut done);
-        done
-    }
-
-    /// One message from the store (type and body): the groups it answered. Err: unsupported, by name.
-    pub fn on_message(&mut self, tag: u8, body: &[u8]) -> Result<Vec<Answered<T>>, String> {
-        let mut done = Vec::new();
-        match tag {
-            b'Z' => {
-                self.ready = true;
-                self.skipping = false;
-                if self.queue.front().is_some_and(|w| w.end == GroupEnd::Ready) {
-                    self.pop(&mut done);
-                }
-            }
-            b'E' => self.on_error(error_message(body), &mut done),
-            b'1' | b'2' | b'3' | b't' | b'T' | b'n' | b'C' | b'I' | b's' => {
-                if let Some(head) = self.queue.front_mut() {
-                    head.responses += 1;
-                    if head.end == GroupEnd::Responses(head.responses) {
-                        self.pop(&mut done);
-                    }
-                }
-            }
-            b'D' | b'N' | b'S' | b'A' | b'K' | b'R' | b'v' => {}
-            b'G' => return Err("COPY FROM STDIN (CopyInResponse)".into()),
-            b'H' => return Err("COPY TO STDOUT (CopyOutResponse)".into()),
-            b'W' => return Err("COPY BOTH (CopyBothResponse)".into()),
-            other => return Err(format!("backend message type '{}'", other.escape_ascii())),
-        }
-        self.drain_settled(&mut done);
-        Ok(done)
-    }
-
-    fn on_error(&mut self, message: String, done: &mut Vec<Answered<T>>) {
-        let Some(head) = self.queue.front_mut() else {
-            return;
-        };
-        head.error.get_or_insert(message);
-        if matches!(head.end, GroupEnd::Responses(_)) {
-            self.skipping = true;
-            self.pop(done);
-        }
-    }
-
-    fn pop(&mut self, done: &mut Vec<Answered<T>>) {
-        if let Some(w) = self.queue.pop_front() {
-            done.push(Answered {
-                tag: w.tag,
-                error: w.error,
-            });
-        }
-    }
-
-    /// Groups that will get no answer, answered now: a lone Flush (nothing to respond to), and, while the store
-    /// skips until a Sync, the Flush groups before it.
-    fn drain_settled(&mut self, done: &mut Vec<Answered<T>>) {
-        while self.queue.front().is_some_and(|w| {
-            w.end == GroupEnd::Responses(0) || (self.skipping && w.end != GroupEnd::Ready)
-        }) {
-            self.pop(done);
-        }
-    }
-}
+pub use super::pg_answers::{Answered, Answers};
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn message(tag: u8, body: &[u8]) -> Vec<u8> {
@@ -470,7 +337,7 @@ mod tests {
         out
     }
 
-    fn cstrings(parts: &[&str]) -> Vec<u8> {
+    pub(crate) fn cstrings(parts: &[&str]) -> Vec<u8> {
         parts.iter().flat_map(|p| p.bytes().chain([0])).collect()
     }
 
@@ -613,74 +480,5 @@ mod tests {
         head.extend(((MESSAGE_BYTES_MAX + 1) as u32).to_be_bytes());
         assert!(cut_message(&head).is_err());
         assert_eq!(cut_message(&head[..3]), Ok(None));
-    }
-
-    fn error_body(message: &str) -> Vec<u8> {
-        let mut body = b"SERROR\0".to_vec();
-        body.push(b'M');
-        body.extend(cstrings(&[message]));
-        body.push(0);
-        body
-    }
-
-    #[test]
-    fn answers_match_in_order_and_an_error_skips_to_the_sync() {
-        let mut answers: Answers<u32> = Answers::default();
-        assert!(answers.on_message(b'R', b"\0\0\0\0").unwrap().is_empty());
-        assert!(!answers.ready());
-        answers.on_message(b'Z', b"I").unwrap();
-        assert!(answers.ready());
-        // A Query: answered at its ReadyForQuery, with the error it got.
-        answers.expect(1, GroupEnd::Ready);
-        assert!(answers
-            .on_message(b'E', &error_body("boom"))
-            .unwrap()
-            .is_empty());
-        let done = answers.on_message(b'Z', b"I").unwrap();
-        assert_eq!(
-            done,
-            [Answered {
-                tag: 1,
-                error: Some("boom".into())
-            }]
-        );
-        // Flush groups: answered by their responses; an error answers one and the next Flush at once.
-        answers.expect(2, GroupEnd::Responses(2));
-        answers.expect(3, GroupEnd::Responses(1));
-        answers.expect(4, GroupEnd::Ready);
-        assert!(answers.on_message(b'1', b"").unwrap().is_empty());
-        let done = answers.on_message(b'E', &error_body("bad")).unwrap();
-        assert_eq!(
-            done,
-            [
-                Answered {
-                    tag: 2,
-                    error: Some("bad".into())
-                },
-                Answered {
-                    tag: 3,
-                    error: None
-                }
-            ]
-        );
-        assert_eq!(
-            answers.on_message(b'Z', b"I").unwrap(),
-            [Answered {
-                tag: 4,
-                error: None
-            }]
-        );
-        // A lone Flush is answered when it is sent.
-        assert_eq!(
-            answers.expect(5, GroupEnd::Responses(0)),
-            [Answered {
-                tag: 5,
-                error: None
-            }]
-        );
-        assert_eq!(
-            answers.on_message(b'G', b"").unwrap_err(),
-            "COPY FROM STDIN (CopyInResponse)"
-        );
     }
 }

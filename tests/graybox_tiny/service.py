@@ -3,6 +3,8 @@
 `claim-first` is the article's design: the key is claimed in its own committed statement, the payment and
 the key's completion in a later transaction, so a crash between them leaves the key claimed forever (retries
 answer 409: stuck). `one-transaction` is its fixed twin: claim, payment and completion commit together.
+`check-then-act` looks the key up first and pays when it is absent: two requests that both look before either
+commits pay twice (what interleaved-same-key must find).
 Python stdlib and psycopg2 only; PORT and DATABASE_URL come from the probe.
 """
 import json
@@ -15,9 +17,27 @@ import psycopg2
 DESIGN = sys.argv[1]
 
 
+def check_then_act(conn, key, body):
+    with conn.cursor() as cur:
+        cur.execute("SELECT status, body FROM idempotency_keys WHERE key = %s", (key,))
+        found = cur.fetchone()
+        if found:
+            conn.rollback()
+            return found
+        cur.execute("INSERT INTO payments (key, amount) VALUES (%s, %s) RETURNING id",
+                    (key, body.get("amount", 0)))
+        answer = json.dumps({"payment": cur.fetchone()[0]})
+        cur.execute("INSERT INTO idempotency_keys (key, state, status, body) VALUES (%s, 'done', 201, %s) "
+                    "ON CONFLICT DO NOTHING", (key, answer))
+    conn.commit()
+    return 201, answer
+
+
 def pay(key, body):
     conn = psycopg2.connect(os.environ["DATABASE_URL"])
     try:
+        if DESIGN == "check-then-act":
+            return check_then_act(conn, key, body)
         if DESIGN == "claim-first":
             conn.autocommit = True
             with conn.cursor() as cur:

@@ -166,3 +166,88 @@ fn close_all_rolls_an_open_transaction_back() {
     // The twin: without close_all the transaction stays open and keeps its lock.
     assert_eq!(same_key_insert_after(false, 300), Some(false));
 }
+
+#[test]
+fn a_service_killed_while_held_closes_its_connection_and_the_decision_finds_nothing() {
+    let Some(server) = TempPostgres::start() else {
+        return;
+    };
+    let mut harness = Harness::start(Some(server.port), None);
+    harness.gates().set_mode(Mode::Hold);
+    let port = harness
+        .gates()
+        .postgres_address()
+        .unwrap()
+        .port()
+        .to_string();
+    let mut psql = std::process::Command::new("psql")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-U",
+            "postgres",
+            "-d",
+            "postgres",
+            "-X",
+        ])
+        .args(["-c", "SELECT 1"])
+        .env("PGSSLMODE", "disable")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("psql runs");
+    let boundary = harness.held();
+    assert_eq!(boundary.text, "SELECT ?");
+    psql.kill().unwrap();
+    psql.wait().unwrap();
+    let events = harness.until(|e| matches!(e, Event::Closed { .. }));
+    assert_eq!(
+        events,
+        [Event::Closed {
+            connection: boundary.connection
+        }]
+    );
+    assert!(!harness.gates().decide(boundary.id, Decision::Release));
+}
+
+#[test]
+fn a_cancel_request_passes_on_its_own_connection() {
+    let Some(server) = TempPostgres::start() else {
+        return;
+    };
+    let mut harness = Harness::start(Some(server.port), None);
+    let mut client = pg(&harness.pg_params());
+    let cancel = client.cancel_token();
+    let thread = thread::spawn(move || client.batch_execute("SELECT pg_sleep(60)"));
+    harness.until(
+        |e| matches!(e, Event::Boundary { boundary, .. } if boundary.text == "SELECT pg_sleep(?)"),
+    );
+    // Announced is not yet running: a cancel that arrives before the query starts is ignored by the server.
+    let mut direct = pg(&server.params());
+    let running = "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE 'SELECT pg_sleep%'";
+    let deadline = std::time::Instant::now() + EVENT_WAIT;
+    while direct.query_one(running, &[]).unwrap().get::<_, i64>(0) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sleep never started"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+    cancel
+        .cancel_query(postgres::NoTls)
+        .expect("the cancel request is sent");
+    let error = thread.join().unwrap().expect_err("the sleep was cancelled");
+    let answer = harness.until(|e| matches!(e, Event::Answered { .. }));
+    let Some(Event::Answered {
+        error: Some(message),
+        ..
+    }) = answer.last()
+    else {
+        panic!("{answer:?}")
+    };
+    assert_eq!(
+        message, "canceling statement due to user request",
+        "{error}"
+    );
+}

@@ -126,3 +126,72 @@ fn an_error_reply_is_the_answers_error_and_subscribe_is_refused() {
         .collect();
     assert_eq!(unsupported, ["Redis SUBSCRIBE ?"]);
 }
+
+#[test]
+fn a_pipelined_command_is_announced_only_after_the_one_before_is_released() {
+    let Some(server) = TempRedis::start() else {
+        return;
+    };
+    let mut harness = Harness::start(None, Some(server.port));
+    let mut con = connect(&mut harness);
+    harness.gates().set_mode(Mode::Hold);
+    let thread = std::thread::spawn(move || {
+        redis::pipe()
+            .cmd("SET")
+            .arg("a")
+            .arg("1")
+            .cmd("INCR")
+            .arg("a")
+            .query::<((), i64)>(&mut con)
+            .unwrap()
+            .1
+    });
+    let first = harness.held();
+    assert_eq!(first.text, "SET ? ?");
+    // Both commands arrived together; the second waits unannounced behind the first.
+    assert_eq!(
+        harness.quiet_events(std::time::Duration::from_millis(300)),
+        []
+    );
+    assert!(harness.gates().decide(first.id, Decision::Release));
+    let second = harness.held();
+    assert_eq!(
+        (second.text.as_str(), second.connection),
+        ("INCR ?", first.connection)
+    );
+    assert!(harness.gates().decide(second.id, Decision::Release));
+    assert_eq!(thread.join().unwrap(), 2);
+}
+
+#[test]
+fn resp3_replies_maps_included_are_matched_to_their_commands() {
+    let Some(server) = TempRedis::start() else {
+        return;
+    };
+    let mut harness = Harness::start(None, Some(server.port));
+    let url = format!("{}/?protocol=resp3", harness.redis_url());
+    let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
+    redis::cmd("HSET")
+        .arg("h")
+        .arg("f1")
+        .arg("a")
+        .arg("f2")
+        .arg("b")
+        .query::<()>(&mut con)
+        .unwrap();
+    // HGETALL answers a RESP3 map (%2); the next command must still get its own reply.
+    let map: std::collections::BTreeMap<String, String> =
+        redis::cmd("HGETALL").arg("h").query(&mut con).unwrap();
+    assert_eq!(map.len(), 2);
+    let count: i64 = redis::cmd("HLEN").arg("h").query(&mut con).unwrap();
+    assert_eq!(count, 2);
+    let events = until_answered(&mut harness, "HLEN ?");
+    assert_eq!(texts(&events), ["HSET ? ? ? ? ?", "HGETALL ?", "HLEN ?"]);
+    let hello = events.iter().any(
+        |e| matches!(e, Event::Boundary { boundary, .. } if boundary.session && boundary.text == "HELLO ?"),
+    );
+    assert!(
+        hello,
+        "the RESP3 handshake is a session boundary: {events:?}"
+    );
+}
