@@ -25,6 +25,8 @@ mod check_cmd;
 mod explore_cmd;
 #[cfg(feature = "stack")]
 mod fault_args;
+#[cfg(feature = "stack")]
+mod graybox_args;
 mod json;
 #[cfg(feature = "stack")]
 mod load_cmd;

@@ -58,6 +58,9 @@ pub struct ProbeArgs {
     /// One JSON object per check per line: check, result (pass|fail|n/a), evidence, reproduce.
     #[arg(long)]
     pub json: bool,
+    /// The gray-box checks' flags (`--exec` and what goes with it).
+    #[command(flatten)]
+    pub graybox: Box<super::graybox_args::GrayboxArgs>,
 }
 
 fn config(args: &ProbeArgs) -> Result<ProbeConfig, String> {
@@ -118,6 +121,9 @@ fn config(args: &ProbeArgs) -> Result<ProbeConfig, String> {
 }
 
 pub fn run(args: &ProbeArgs) -> i32 {
+    if args.graybox.exec.is_some() {
+        return super::graybox_args::run(args, &args.graybox);
+    }
     let config = match config(args) {
         Ok(config) => config,
         Err(message) => {

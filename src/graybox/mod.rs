@@ -7,13 +7,26 @@
 //! - [`pg_wire`] (the service's side) and [`pg_answers`] (the store's), [`resp`]: the two protocols' framing, by
 //!   hand; [`normalise`]: literals replaced. `link` forwards one connection with them.
 //! - [`explore`]: which order of statements to try next (stateless DFS, preemption-bounded).
-//! - The controller side (the service process, schedules, the checks `crash-at-every-statement`,
-//!   `interleaved-same-key`, `lost-response`, replay) builds on [`gate::Gates`].
+//! - The controller side builds on [`gate::Gates`]: [`urls`] (the real stores' URLs, loopback only),
+//!   [`service`] (the service as a process group the probe kills and restarts), [`effects`] (count, reset),
+//!   [`lab`] (the bench: gates + service + counter), [`run`] (one schedule over the gates), [`checks`]
+//!   (`crash-at-every-statement`, `interleaved-same-key`, `lost-response`), [`replay`], [`schedule`] (a failure as
+//!   data), [`report`] (results), [`probe`] (all of it, for the CLI).
 
+pub mod checks;
+pub mod effects;
 pub mod explore;
 pub mod gate;
+pub mod lab;
 mod link;
 pub mod normalise;
 pub mod pg_answers;
 pub mod pg_wire;
+pub mod probe;
+pub mod replay;
+pub mod report;
 pub mod resp;
+pub mod run;
+pub mod schedule;
+pub mod service;
+pub mod urls;

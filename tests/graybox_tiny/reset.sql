@@ -1,0 +1,4 @@
+-- The tiny service's tables, emptied before every schedule (the probe runs this on the real database only).
+CREATE TABLE IF NOT EXISTS idempotency_keys (key text PRIMARY KEY, state text NOT NULL, status int, body text);
+CREATE TABLE IF NOT EXISTS payments (id serial PRIMARY KEY, key text NOT NULL, amount int NOT NULL);
+TRUNCATE idempotency_keys, payments;

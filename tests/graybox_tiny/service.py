@@ -1,0 +1,96 @@
+"""A tiny payment service for the gray-box probe's own tests (issue 32): POST /payments with Idempotency-Key.
+
+`claim-first` is the article's design: the key is claimed in its own committed statement, the payment and
+the key's completion in a later transaction, so a crash between them leaves the key claimed forever (retries
+answer 409: stuck). `one-transaction` is its fixed twin: claim, payment and completion commit together.
+`check-then-act` looks the key up first and pays when it is absent: two requests that both look before either
+commits pay twice (what interleaved-same-key must find).
+Python stdlib and psycopg2 only; PORT and DATABASE_URL come from the probe.
+"""
+import json
+import os
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import psycopg2
+
+DESIGN = sys.argv[1]
+
+
+def check_then_act(conn, key, body):
+    with conn.cursor() as cur:
+        cur.execute("SELECT status, body FROM idempotency_keys WHERE key = %s", (key,))
+        found = cur.fetchone()
+        if found:
+            conn.rollback()
+            return found
+        cur.execute("INSERT INTO payments (key, amount) VALUES (%s, %s) RETURNING id",
+                    (key, body.get("amount", 0)))
+        answer = json.dumps({"payment": cur.fetchone()[0]})
+        cur.execute("INSERT INTO idempotency_keys (key, state, status, body) VALUES (%s, 'done', 201, %s) "
+                    "ON CONFLICT DO NOTHING", (key, answer))
+    conn.commit()
+    return 201, answer
+
+
+def pay(key, body):
+    conn = psycopg2.connect(os.environ["DATABASE_URL"])
+    try:
+        if DESIGN == "check-then-act":
+            return check_then_act(conn, key, body)
+        if DESIGN == "claim-first":
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                cur.execute("INSERT INTO idempotency_keys (key, state) VALUES (%s, 'started') "
+                            "ON CONFLICT DO NOTHING", (key,))
+                claimed = cur.rowcount == 1
+            conn.autocommit = False
+        else:
+            with conn.cursor() as cur:
+                cur.execute("INSERT INTO idempotency_keys (key, state) VALUES (%s, 'started') "
+                            "ON CONFLICT DO NOTHING", (key,))
+                claimed = cur.rowcount == 1
+        with conn.cursor() as cur:
+            if not claimed:
+                cur.execute("SELECT state, status, body FROM idempotency_keys WHERE key = %s", (key,))
+                state, status, stored = cur.fetchone()
+                conn.rollback()
+                return (status, stored) if state == "done" else (409, '{"error":"in progress"}')
+            cur.execute("INSERT INTO payments (key, amount) VALUES (%s, %s) RETURNING id",
+                        (key, body.get("amount", 0)))
+            answer = json.dumps({"payment": cur.fetchone()[0]})
+            cur.execute("UPDATE idempotency_keys SET state = 'done', status = 201, body = %s WHERE key = %s",
+                        (answer, key))
+        conn.commit()
+        return 201, answer
+    finally:
+        conn.close()
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.answer(200, '{"ok":true}')
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        self.answer(*pay(self.headers["Idempotency-Key"], body))
+
+    def answer(self, status, text):
+        data = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+if __name__ == "__main__":
+    if "PID_FILE" in os.environ:
+        with open(os.environ["PID_FILE"], "w") as f:
+            f.write(str(os.getpid()))
+    print("listening on", os.environ["PORT"], flush=True)
+    ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), Handler).serve_forever()
