@@ -17,6 +17,9 @@ pub const MESSAGE_BYTES_MAX: usize = 64 << 20;
 /// The largest group of messages the service may send before a `Sync`, `Flush` or `Query`.
 pub const GROUP_BYTES_MAX: usize = 64 << 20;
 
+/// The most prepared statements (and, separately, portals) one connection may keep: their texts are held here.
+pub const STATEMENTS_MAX: usize = 10_000;
+
 const SSL_REQUEST: u32 = 80877103;
 const GSSENC_REQUEST: u32 = 80877104;
 const CANCEL_REQUEST: u32 = 80877102;
@@ -192,8 +195,8 @@ impl Front {
         let body = &msg[5..];
         match tag {
             b'X' => return Ok(FrontStep::Last(msg.to_vec())),
-            b'P' => self.parse(body),
-            b'B' => self.bind(body),
+            b'P' => self.parse(body)?,
+            b'B' => self.bind(body)?,
             b'D' => self.describe(body),
             b'E' => self.execute(body),
             b'C' => self.close(body),
@@ -223,18 +226,29 @@ impl Front {
         }
     }
 
-    fn parse(&mut self, body: &[u8]) {
+    fn parse(&mut self, body: &[u8]) -> Result<(), String> {
         let (name, at) = cstring(body, 0).unwrap_or_default();
+        if self.statements.len() >= STATEMENTS_MAX && !self.statements.contains_key(&name) {
+            return Err(format!(
+                "more than {STATEMENTS_MAX} prepared statements on one connection"
+            ));
+        }
         let query = cstring(body, at).map(|(q, _)| q).unwrap_or_default();
         let text = normalise::sql(&query);
         self.parsed.push(text.clone());
         self.statements.insert(name, text);
         self.kinds.push("Parse");
         self.responses += 1;
+        Ok(())
     }
 
-    fn bind(&mut self, body: &[u8]) {
+    fn bind(&mut self, body: &[u8]) -> Result<(), String> {
         let (portal, at) = cstring(body, 0).unwrap_or_default();
+        if self.portals.len() >= STATEMENTS_MAX && !self.portals.contains_key(&portal) {
+            return Err(format!(
+                "more than {STATEMENTS_MAX} portals on one connection"
+            ));
+        }
         let statement = cstring(body, at).map(|(s, _)| s).unwrap_or_default();
         let text = self
             .statements
@@ -244,6 +258,7 @@ impl Front {
         self.portals.insert(portal, text);
         self.kinds.push("Bind");
         self.responses += 1;
+        Ok(())
     }
 
     fn describe(&mut self, body: &[u8]) {
@@ -472,6 +487,23 @@ pub(crate) mod tests {
             "COPY FROM STDIN data (CopyData)"
         );
         assert!(front.cut(&message(b'F', b""), true).is_err());
+    }
+
+    #[test]
+    fn prepared_statements_are_bounded_per_connection() {
+        let mut front = Front::default();
+        feed(&mut front, &startup(&["user", "u"]), 100, false);
+        for index in 0..STATEMENTS_MAX {
+            let name = format!("s{index}");
+            assert!(front.cut(&parse(&name, "SELECT 1"), true).is_ok());
+        }
+        // Parsed again under a name it holds: fine; a new name: refused.
+        assert!(front.cut(&parse("s0", "SELECT 2"), true).is_ok());
+        let error = front.cut(&parse("one_more", "SELECT 1"), true).unwrap_err();
+        assert_eq!(
+            error,
+            format!("more than {STATEMENTS_MAX} prepared statements on one connection")
+        );
     }
 
     #[test]
