@@ -137,6 +137,10 @@ pub struct CheckArgs {
     /// Print the timeline of every counterexample (by default only of unexpected verdicts).
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Print a liveness counterexample's every step (by default only the steps the unresolved operation depends
+    /// on: its client, the processes handling its messages, the records they touched).
+    #[arg(long)]
+    pub full_trace: bool,
     /// Also write the verdict matrix (Markdown with Mermaid diagrams) to FILE, and each counterexample as an SVG
     /// in a folder beside it named after FILE. A FILE ending in .html is the trace explorer instead: an index and
     /// one self-contained page per violation in that folder (a step slider, the state after each step).
@@ -166,6 +170,10 @@ pub struct CheckArgs {
     /// Worker threads (default: all cores). Results do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Exit 1 when a safety property holds vacuously: the model enables no fault, or none of its dangerous
+    /// scenarios was reached (without it, such a model is only warned about).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// A switch written `on` or `off`.
@@ -196,6 +204,10 @@ pub struct SimulateArgs {
     /// Print the timeline of every counterexample (by default only of unexpected verdicts).
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Print a liveness counterexample's every step (by default only the steps the unresolved operation depends
+    /// on: its client, the processes handling its messages, the records they touched).
+    #[arg(long)]
+    pub full_trace: bool,
     #[arg(long)]
     pub threads: Option<usize>,
     /// Stop (as incomplete) before the walks' results held at once could exceed this many MiB.
@@ -233,6 +245,10 @@ pub struct ReplayArgs {
     pub trace: PathBuf,
     #[arg(long)]
     pub json: bool,
+    /// Print a liveness counterexample's every step (by default only the steps the unresolved operation depends
+    /// on: its client, the processes handling its messages, the records they touched).
+    #[arg(long)]
+    pub full_trace: bool,
 }
 
 /// Run the command line; returns the exit code.

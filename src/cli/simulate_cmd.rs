@@ -174,6 +174,10 @@ fn print_human(
             trace.steps.len()
         );
         output::print_timeline(trace);
+        output::print_at_rest(
+            output::at_rest_of(&model.world, *property, trace).as_ref(),
+            "  ",
+        );
     }
     outln!();
 }
