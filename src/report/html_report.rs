@@ -199,3 +199,55 @@ fn remove_stale_pages(folder: &Path, keep: &BTreeSet<PathBuf>) -> Result<(), Str
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Checker;
+
+    /// select-then-insert's duplicate, declared `violated` (expected) or, in the twin, `holds` (a MISMATCH).
+    fn index_of(declared: &str) -> String {
+        let text = std::fs::read_to_string("models/select-then-insert.toml")
+            .unwrap()
+            .replace(
+                "no-duplicate-effect = \"violated\"",
+                &format!("no-duplicate-effect = \"{declared}\""),
+            );
+        let model = crate::spec::parse_model("select-then-insert.toml", &text).unwrap();
+        let report = Checker::new(&model.world).bfs();
+        let entry = Entry {
+            model,
+            report,
+            elapsed_ms: 0,
+            stem: "s".to_string(),
+            shown: "s.toml".to_string(),
+        };
+        let linked: Vec<Linked> = entry
+            .report
+            .counterexamples()
+            .map(|(found, path)| Linked {
+                property: Property::by_name(&found.name).unwrap(),
+                steps: path.len(),
+                href: "r/x.html".to_string(),
+            })
+            .collect();
+        index(std::slice::from_ref(&entry), &[linked])
+    }
+
+    #[test]
+    fn a_violation_says_whether_it_was_declared() {
+        let expected = index_of("violated");
+        assert!(
+            expected.contains("<span>declared violated (expected)</span>"),
+            "{expected}"
+        );
+        assert!(!expected.contains("MISMATCH"));
+        let mismatch = index_of("holds");
+        assert!(
+            mismatch.contains("<span class=\"error\">MISMATCH: declared holds</span>"),
+            "{mismatch}"
+        );
+        // The properties that hold are listed in their own column.
+        assert!(expected.contains("no-lost-effect<br>"), "{expected}");
+    }
+}
