@@ -417,3 +417,39 @@ fn a_liveness_counterexample_says_what_is_unresolved_and_shows_its_slice() {
     assert_eq!(json["unresolved"][0]["operation"], "C1.op1");
     assert_eq!(json["unresolved"][0]["reason"], "gave-up");
 }
+
+/// Escape codes written in a model file (TOML's `\u001b`) reach the terminal as visible text, never as codes:
+/// here in an error message quoting the bad value, and in replay's line with the model's description.
+#[test]
+fn escape_codes_from_input_files_do_not_reach_the_terminal() {
+    let folder = tempfile::tempdir().unwrap();
+    let bad = write(
+        folder.path(),
+        "bad.toml",
+        &GOOD.replace("\"lost-response\"", r#""\u001b]0;owned\u0007\u001b[2J""#),
+    );
+    let out = retrylab(&["check", &bad], folder.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!out.stderr.contains(&0x1b) && !out.stderr.contains(&0x07));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r"unknown scenario '\x1b]0;owned\x07\x1b[2J'"),
+        "{stderr}"
+    );
+    let text = cli_support::model_text("select-then-insert.toml");
+    let (first, rest) = text.split_once('\n').unwrap();
+    assert!(first.starts_with("description = "), "{first}");
+    let described = write(
+        folder.path(),
+        "described.toml",
+        &format!("description = \"one client\\u001b[31m, red\"\n{rest}"),
+    );
+    retrylab(&["check", &described, "--traces", "tr"], folder.path());
+    let out = retrylab(
+        &["replay", "tr/described.no-duplicate-effect.json"],
+        folder.path(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(r"(one client\x1b[31m, red)"), "{stdout}");
+    assert!(!out.stdout.contains(&0x1b));
+}

@@ -25,6 +25,7 @@ mod check_cmd;
 mod explore_cmd;
 #[cfg(feature = "stack")]
 mod fault_args;
+mod interrupt;
 mod json;
 #[cfg(feature = "stack")]
 mod load_cmd;
@@ -327,8 +328,14 @@ pub fn run(cli: Cli) -> i32 {
         }
     };
     pool.install(|| match cli.command {
-        Command::Check(args) => check_cmd::run(&args),
-        Command::Simulate(args) => simulate_cmd::run(&args),
+        Command::Check(args) => {
+            interrupt::clean_up_on_signal();
+            check_cmd::run(&args)
+        }
+        Command::Simulate(args) => {
+            interrupt::clean_up_on_signal();
+            simulate_cmd::run(&args)
+        }
         Command::Replay(args) => replay_cmd::run(&args),
         Command::Merge(args) => merge_cmd::run(&args),
         Command::Explore(args) => explore_cmd::run(&args),

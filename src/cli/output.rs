@@ -38,7 +38,8 @@ pub fn progress(json: bool, message: &str) -> Option<ProgressBar> {
         ProgressStyle::with_template("{spinner} {msg} {pos} {wide_msg}")
             .unwrap_or(ProgressStyle::default_spinner()),
     );
-    bar.set_message(message.to_string());
+    // A model's path is input: its escape codes must not reach the terminal through the spinner either.
+    bar.set_message(super::stdout::terminal_safe(message));
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     Some(bar)
 }

@@ -138,9 +138,22 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
          model changes**; `tests/report.rs` regenerates it and compares (timings masked).\n"
     );
     let matching = entries.iter().filter(|entry| matches(entry)).count();
+    let vacuous = entries
+        .iter()
+        .filter(|entry| {
+            crate::spec::evidence(&entry.model, &entry.report)
+                .vacuous
+                .is_some()
+        })
+        .count();
+    let vacuous_note = if vacuous > 0 {
+        format!(" **{vacuous} hold only vacuously** (see \"Scenarios reached\").")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "{} models; {matching} got every verdict they declare and reached every scenario they declare.\n",
+        "{} models; {matching} got every verdict they declare and reached every scenario they declare.{vacuous_note}\n",
         entries.len()
     );
     out.push_str(
