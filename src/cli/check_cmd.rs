@@ -136,7 +136,7 @@ fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, Str
                 comparison.missing_scenarios.join(", ")
             );
         }
-        print_evidence(&evidence);
+        output::print_evidence(&evidence);
         for path in &removed {
             outln!("  removed {} (the property now holds)", path.display());
         }
@@ -234,18 +234,6 @@ fn header(model: &Model, report: &Report<World>, elapsed_ms: u64) -> String {
         completeness,
         elapsed_ms as f64 / 1000.0
     )
-}
-
-/// The scenarios reached and not reached, and the warning when a `holds` rests on no danger met.
-fn print_evidence(evidence: &spec::Evidence) {
-    outln!("  scenarios reached: {}", spec::listed(&evidence.reached));
-    outln!(
-        "  scenarios not reached: {}",
-        spec::listed(&evidence.not_reached)
-    );
-    if let Some(warning) = evidence.warning() {
-        outln!("  WARNING: {warning}");
-    }
 }
 
 fn print_vacuity_summary(vacuous_models: usize, strict: bool) {

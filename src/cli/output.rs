@@ -251,6 +251,18 @@ pub fn print_at_rest(at_rest: Option<&AtRest>, indent: &str) {
     }
 }
 
+/// The scenarios reached and not reached, and the warning when a `holds` rests on no danger met.
+pub fn print_evidence(evidence: &spec::Evidence) {
+    outln!("  scenarios reached: {}", spec::listed(&evidence.reached));
+    outln!(
+        "  scenarios not reached: {}",
+        spec::listed(&evidence.not_reached)
+    );
+    if let Some(warning) = evidence.warning() {
+        outln!("  WARNING: {warning}");
+    }
+}
+
 /// The verdict table's rows for one model.
 pub fn print_rows(
     model: &Model,

@@ -164,6 +164,7 @@ fn print_human(
     if !comparison.missing_scenarios.is_empty() {
         outln!("  NOT REACHED: {}", comparison.missing_scenarios.join(", "));
     }
+    output::print_evidence(&retrylab::spec::evidence(model, report));
     for (property, trace) in &saved.timelines {
         outln!(
             "  counterexample for {} ({}, {} steps):",
