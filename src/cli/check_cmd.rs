@@ -118,15 +118,7 @@ fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, Str
     let evidence = spec::evidence(model, &report);
     let mut replay_commands = Vec::new();
     if args.json {
-        print_json(
-            args,
-            model,
-            &report,
-            &comparison,
-            &traces,
-            elapsed_ms,
-            &evidence,
-        );
+        print_json(args, model, &report, &comparison, &traces, elapsed_ms);
     } else {
         let header = header(model, &report, elapsed_ms);
         output::print_rows(model, &report, &output::lengths(&report), &header);
@@ -137,12 +129,7 @@ fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, Str
             );
         }
         output::print_evidence(&evidence);
-        for path in &removed {
-            outln!("  removed {} (the property now holds)", path.display());
-        }
-        for (property, trace) in &saved.timelines {
-            output::print_counterexample(&model.world, *property, trace, args.full_trace);
-        }
+        print_found(args, model, &removed, &saved.timelines);
         for (property, path) in &traces {
             let unexpected = comparison
                 .mismatched
@@ -162,6 +149,21 @@ fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, Str
     })
 }
 
+/// The stale traces removed and the counterexamples to show.
+fn print_found(
+    args: &CheckArgs,
+    model: &Model,
+    removed: &[std::path::PathBuf],
+    timelines: &[(Property, spec::WorldTrace)],
+) {
+    for path in removed {
+        outln!("  removed {} (the property now holds)", path.display());
+    }
+    for (property, trace) in timelines {
+        output::print_counterexample(&model.world, *property, trace, args.full_trace);
+    }
+}
+
 fn print_json(
     args: &CheckArgs,
     model: &Model,
@@ -169,8 +171,8 @@ fn print_json(
     comparison: &Comparison,
     traces: &BTreeMap<Property, String>,
     elapsed_ms: u64,
-    evidence: &spec::Evidence,
 ) {
+    let evidence = spec::evidence(model, report);
     let at_rest: BTreeMap<String, AtRest> = output::counterexamples(report)
         .into_iter()
         .filter_map(|(property, _, path)| {

@@ -145,26 +145,9 @@ impl World {
                 .map(|(key, record)| (*key, record))
         };
         let item = |op: OpRef, reason: Reason, key: Option<Key>| {
-            let client = &state.clients[usize::from(op.client)];
-            let current = client.phase != ClientPhase::Done && client.op == op.op;
-            let record = key.and_then(|key| state.store.records.get(&key).map(|r| (key, r)));
-            Unresolved {
-                operation: self.op_label(op),
-                op,
-                record: record.map(|(key, _)| self.key_label(key)),
-                key: record.map(|(key, _)| key),
-                record_status: record.map(|(_, record)| self.record_status_text(&record.status)),
-                reason,
-                attempts_used: if reason == Reason::GaveUp {
-                    clients.max_attempts
-                } else if current {
-                    client.charged
-                } else {
-                    0
-                },
-                attempts_max: clients.max_attempts,
-                faults_exhausted: exhausted.clone(),
-            }
+            let mut found = self.unresolved_item(state, op, reason, key);
+            found.faults_exhausted = exhausted.clone();
+            found
         };
         match property {
             Property::NoStuckKey => state
@@ -249,6 +232,36 @@ impl World {
                 }
             })
             .collect()
+    }
+
+    /// One unresolved operation `op` and its record under `key`, as `state` leaves them (fault budgets apart).
+    fn unresolved_item(
+        &self,
+        state: &State,
+        op: OpRef,
+        reason: Reason,
+        key: Option<Key>,
+    ) -> Unresolved {
+        let max_attempts = self.clients().max_attempts;
+        let client = &state.clients[usize::from(op.client)];
+        let current = client.phase != ClientPhase::Done && client.op == op.op;
+        let record = key.and_then(|key| state.store.records.get(&key).map(|r| (key, r)));
+        Unresolved {
+            operation: self.op_label(op),
+            op,
+            record: record.map(|(key, _)| self.key_label(key)),
+            key: record.map(|(key, _)| key),
+            record_status: record.map(|(_, record)| self.record_status_text(&record.status)),
+            reason,
+            // A client gives up only with every attempt used; its counters are reset once the operation ended.
+            attempts_used: match reason {
+                Reason::GaveUp => max_attempts,
+                _ if current => client.charged,
+                _ => 0,
+            },
+            attempts_max: max_attempts,
+            faults_exhausted: Vec::new(),
+        }
     }
 
     fn record_status_text(&self, status: &RecordStatus) -> String {
