@@ -285,3 +285,171 @@ fn shards_merge_into_the_unsharded_result() {
         Some(2)
     );
 }
+
+/// tests/vacuous/: a model with no fault enabled, and its twin with a lost response.
+fn vacuous_model(name: &str) -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/vacuous")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn a_model_with_no_fault_holds_vacuously_and_strict_fails_it() {
+    let folder = tempfile::tempdir().unwrap();
+    let model = vacuous_model("no-fault.toml");
+    let out = retrylab(&["check", &model, "--traces", "tr"], folder.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "a warning only: {stdout}");
+    assert!(stdout.contains("  scenarios reached: none\n"), "{stdout}");
+    assert!(
+        stdout.contains("  scenarios not reached: crash-after-claim, lost-response,"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("WARNING: no-duplicate-effect, no-lost-effect, consistent-replay")
+            && stdout.contains("hold, but vacuously: no fault is enabled"),
+        "{stdout}"
+    );
+    let strict = retrylab(
+        &["check", &model, "--traces", "tr", "--strict"],
+        folder.path(),
+    );
+    assert_eq!(strict.status.code(), Some(1));
+    let json = retrylab(
+        &["check", &model, "--traces", "tr", "--json"],
+        folder.path(),
+    );
+    let line: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(line["vacuous"], "no-fault");
+    assert_eq!(line["reached"], serde_json::json!([]));
+    assert!(line["not_reached"].as_array().unwrap().len() > 10, "{line}");
+    assert_eq!(
+        line["matches"], true,
+        "the existing fields keep their meaning"
+    );
+}
+
+#[test]
+fn a_model_whose_fault_scenario_is_reached_does_not_warn() {
+    let folder = tempfile::tempdir().unwrap();
+    let model = vacuous_model("lost-response.toml");
+    let out = retrylab(
+        &["check", &model, "--traces", "tr", "--strict"],
+        folder.path(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("  scenarios reached: lost-response,"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("WARNING"), "{stdout}");
+    let json = retrylab(
+        &["check", &model, "--traces", "tr", "--json"],
+        folder.path(),
+    );
+    let line: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(line["vacuous"], serde_json::Value::Null);
+    assert_eq!(line["vacuous_warning"], serde_json::Value::Null);
+}
+
+/// lease-fenced-3-clients' eventually-resolves: 27 steps, 14 of them C2's and C3's payments. The text shows the
+/// 13 that C1.op1 depends on and says why it stays unresolved; --full-trace shows all 27; JSON keeps the path
+/// (the trace) and adds the slice.
+#[test]
+fn a_liveness_counterexample_says_what_is_unresolved_and_shows_its_slice() {
+    let folder = tempfile::tempdir().unwrap();
+    let model = models().join("lease-fenced-3-clients.toml");
+    let model = model.to_str().unwrap();
+    let out = retrylab(&["check", model, "--traces", "tr", "-v"], folder.path());
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "eventually-resolves (27 steps; the 13 that C1.op1 depends on, --full-trace for all):"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("C1.op1 is unresolved: its client gave up after 3 of 3 attempts (clients.max-attempts ran out)")
+            && stdout.contains("its record key k1 of C1 is in_progress"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("C2 sends"),
+        "C2's traffic is left out: {stdout}"
+    );
+    let replay = |args: &[&str]| {
+        let mut all = vec![
+            "replay",
+            "tr/lease-fenced-3-clients.eventually-resolves.json",
+        ];
+        all.extend(args);
+        retrylab(&all, folder.path())
+    };
+    let sliced = String::from_utf8(replay(&[]).stdout).unwrap();
+    let full = String::from_utf8(replay(&["--full-trace"]).stdout).unwrap();
+    let numbered = |text: &str| {
+        text.lines()
+            .filter(|line| line.contains(". "))
+            .filter(|line| {
+                line.trim_start()
+                    .split('.')
+                    .next()
+                    .is_some_and(|n| n.parse::<u32>().is_ok())
+            })
+            .count()
+    };
+    assert_eq!(
+        (numbered(&sliced), numbered(&full)),
+        (13, 27),
+        "{sliced}\n{full}"
+    );
+    assert!(full.contains("C2 sends") && sliced.contains("(13 of 27 steps shown"));
+    let json: serde_json::Value = serde_json::from_slice(&replay(&["--json"]).stdout).unwrap();
+    assert_eq!(json["steps"], 27);
+    assert_eq!(
+        json["slice_steps"],
+        serde_json::json!([1, 4, 5, 6, 7, 8, 21, 22, 23, 24, 25, 26, 27])
+    );
+    assert_eq!(json["unresolved"][0]["operation"], "C1.op1");
+    assert_eq!(json["unresolved"][0]["reason"], "gave-up");
+}
+
+/// Escape codes written in a model file (TOML's `\u001b`) reach the terminal as visible text, never as codes:
+/// here in an error message quoting the bad value, and in replay's line with the model's description.
+#[test]
+fn escape_codes_from_input_files_do_not_reach_the_terminal() {
+    let folder = tempfile::tempdir().unwrap();
+    let bad = write(
+        folder.path(),
+        "bad.toml",
+        &GOOD.replace("\"lost-response\"", r#""\u001b]0;owned\u0007\u001b[2J""#),
+    );
+    let out = retrylab(&["check", &bad], folder.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!out.stderr.contains(&0x1b) && !out.stderr.contains(&0x07));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(r"unknown scenario '\x1b]0;owned\x07\x1b[2J'"),
+        "{stderr}"
+    );
+    let text = cli_support::model_text("select-then-insert.toml");
+    let (first, rest) = text.split_once('\n').unwrap();
+    assert!(first.starts_with("description = "), "{first}");
+    let described = write(
+        folder.path(),
+        "described.toml",
+        &format!("description = \"one client\\u001b[31m, red\"\n{rest}"),
+    );
+    retrylab(&["check", &described, "--traces", "tr"], folder.path());
+    let out = retrylab(
+        &["replay", "tr/described.no-duplicate-effect.json"],
+        folder.path(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(r"(one client\x1b[31m, red)"), "{stdout}");
+    assert!(!out.stdout.contains(&0x1b));
+}

@@ -418,6 +418,7 @@ async fn read_the_report(client: &Client, index: &Path) {
         .unwrap();
     wait_step(client, 11).await; // it opens at the violation
     assert_eq!(diagram_current(client).await, json!(["11"]));
+    opens_at_the_top(client).await;
     click(client, "step-7").await;
     wait_step(client, 7).await;
     // The sequence diagram follows the list: step 7 highlighted there now, and only it.
@@ -456,6 +457,33 @@ async fn read_the_report(client: &Client, index: &Path) {
     assert!(row(client, "Payments and provider charges", "payment #2")
         .await
         .is_none());
+}
+
+/// Once loaded, the page is at its top with the slider in view, though the last step is the one selected: the
+/// address names the step in a form no element has as its id (a browser scrolls to the element a fragment names
+/// when loading ends: with "#step-11" the page opened scrolled down to the list's last item).
+async fn opens_at_the_top(client: &Client) {
+    let loaded = "return document.readyState;";
+    for _ in 0..200 {
+        if eval(client, loaded, vec![]).await == json!("complete") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // Scrolling to a fragment follows the load event: give it a moment to happen, if it were going to.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let at = "const slider = document.getElementById('slider').getBoundingClientRect();\
+              return [window.scrollY, slider.top >= 0 && slider.bottom <= window.innerHeight, location.hash];";
+    assert_eq!(
+        eval(client, at, vec![]).await,
+        json!([0, true, "#at-step-11"]),
+        "scrollY, slider in view, address"
+    );
+    let clients = value(client, "Clients", "C1").await;
+    assert!(
+        clients.contains("attempts used") && !clients.contains("charged"),
+        "{clients}"
+    );
 }
 
 /// The steps the page's sequence diagram highlights, by number.
@@ -576,6 +604,22 @@ fn the_html_report_is_self_contained_and_drops_stale_pages() {
     );
     let index_text = std::fs::read_to_string(&index).unwrap();
     assert!(index_text.contains("href=\"report/lease-no-fencing.no-duplicate-effect.html\""));
+    // Each violation says whether the model file declared it; the properties that hold are listed, and so are
+    // the scenarios reached. The model declares no-duplicate-effect violated and says nothing of
+    // consistent-replay.
+    assert!(
+        index_text.contains(
+            "no-duplicate-effect</a> (11 steps) <span>declared violated (expected)</span>"
+        ),
+        "{index_text}"
+    );
+    assert!(
+        index_text.contains("<span>not declared</span>"),
+        "consistent-replay"
+    );
+    assert!(!index_text.contains("MISMATCH"));
+    assert!(index_text.contains("<td><b>holds</b></td>") && index_text.contains("no-stuck-key"));
+    assert!(index_text.contains("reached: ") && index_text.contains("slow-owner"));
     for page in pages {
         let text = std::fs::read_to_string(folder.join(&page)).unwrap();
         let without_namespace = text.replace("xmlns=\"http://www.w3.org/2000/svg\"", "");

@@ -4,8 +4,8 @@ use super::json::{print_line, CheckLine};
 use super::{names, output};
 use super::{CheckArgs, OnOff, EXIT_MISMATCH, EXIT_OK};
 use retrylab::check::{Checker, Comparison, Por, Report};
-use retrylab::model::{Property, World};
-use retrylab::spec::Model;
+use retrylab::model::{AtRest, Property, World};
+use retrylab::spec::{self, Model};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -17,6 +17,7 @@ pub fn run(args: &CheckArgs) -> i32 {
     let paths: Vec<&str> = models.iter().map(|model| model.path.as_str()).collect();
     let names = names::unique_names(&paths);
     let mut all_match = true;
+    let mut vacuous_models = 0usize;
     let mut replay_commands = Vec::new();
     let mut report_entries = Vec::new();
     for (model, name) in models.iter().zip(names) {
@@ -28,6 +29,7 @@ pub fn run(args: &CheckArgs) -> i32 {
             }
         };
         all_match &= checked.matches;
+        vacuous_models += usize::from(checked.vacuous);
         replay_commands.extend(checked.replay_commands);
         if args.report.is_some() {
             report_entries.push(retrylab::report::Entry {
@@ -58,8 +60,9 @@ pub fn run(args: &CheckArgs) -> i32 {
     }
     if !args.json {
         print_summary(models.len(), all_match, &replay_commands);
+        print_vacuity_summary(vacuous_models, args.strict);
     }
-    if all_match {
+    if all_match && !(args.strict && vacuous_models > 0) {
         EXIT_OK
     } else {
         EXIT_MISMATCH
@@ -71,6 +74,8 @@ struct Checked {
     report: Report<World>,
     elapsed_ms: u64,
     matches: bool,
+    /// A safety property holds vacuously (see `spec::evidence`).
+    vacuous: bool,
     replay_commands: Vec<String>,
 }
 
@@ -110,6 +115,7 @@ fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, Str
     )?;
     let removed = output::remove_stale_traces(&args.traces, stem, model, &report)?;
     let traces = saved.paths;
+    let evidence = spec::evidence(model, &report);
     let mut replay_commands = Vec::new();
     if args.json {
         print_json(args, model, &report, &comparison, &traces, elapsed_ms);
@@ -122,17 +128,8 @@ fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, Str
                 comparison.missing_scenarios.join(", ")
             );
         }
-        for path in &removed {
-            outln!("  removed {} (the property now holds)", path.display());
-        }
-        for (property, trace) in &saved.timelines {
-            outln!(
-                "  counterexample for {} ({} steps):",
-                property.name(),
-                trace.steps.len()
-            );
-            output::print_timeline(trace);
-        }
+        output::print_evidence(&evidence);
+        print_found(args, model, &removed, &saved.timelines);
         for (property, path) in &traces {
             let unexpected = comparison
                 .mismatched
@@ -147,8 +144,24 @@ fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, Str
         report,
         elapsed_ms,
         matches: comparison.matches,
+        vacuous: evidence.vacuous.is_some(),
         replay_commands,
     })
+}
+
+/// The stale traces removed and the counterexamples to show.
+fn print_found(
+    args: &CheckArgs,
+    model: &Model,
+    removed: &[std::path::PathBuf],
+    timelines: &[(Property, spec::WorldTrace)],
+) {
+    for path in removed {
+        outln!("  removed {} (the property now holds)", path.display());
+    }
+    for (property, trace) in timelines {
+        output::print_counterexample(&model.world, *property, trace, args.full_trace);
+    }
 }
 
 fn print_json(
@@ -159,6 +172,14 @@ fn print_json(
     traces: &BTreeMap<Property, String>,
     elapsed_ms: u64,
 ) {
+    let evidence = spec::evidence(model, report);
+    let at_rest: BTreeMap<String, AtRest> = output::counterexamples(report)
+        .into_iter()
+        .filter_map(|(property, _, path)| {
+            let at_rest = model.world.at_rest(property, path).ok().flatten()?;
+            Some((property.name().to_string(), at_rest))
+        })
+        .collect();
     print_line(&CheckLine {
         complete: report.complete,
         counterexample_len: report.shortest_counterexample(),
@@ -170,18 +191,29 @@ fn print_json(
         matches: comparison.matches,
         missing_scenarios: comparison.missing_scenarios.clone(),
         model: model.path.clone(),
+        not_reached: evidence.not_reached.clone(),
         peak_bytes: report.peak_bytes,
         por: args.por == OnOff::On,
         por_reduced_states: report.reduced_states,
         properties: output::verdict_map(report),
         reached: output::reached_names(report),
         rss_peak_bytes: report.rss_peak_bytes,
+        slice_steps: at_rest
+            .iter()
+            .map(|(name, at_rest)| (name.clone(), at_rest.slice_steps.clone()))
+            .collect(),
         states: report.states,
         // Known when nothing was reduced (the search was a full one); a reduced search does not know it.
         states_full: (report.reduced_states == 0).then_some(report.states),
         stopped_by: report.stopped_by.clone(),
         traces: output::by_name(traces),
         transitions: report.transitions,
+        unresolved: at_rest
+            .into_iter()
+            .map(|(name, at_rest)| (name, at_rest.unresolved))
+            .collect(),
+        vacuous: evidence.vacuous,
+        vacuous_warning: evidence.warning(),
         visited_bytes_per_state: bytes_per_state(report),
     });
 }
@@ -204,6 +236,21 @@ fn header(model: &Model, report: &Report<World>, elapsed_ms: u64) -> String {
         completeness,
         elapsed_ms as f64 / 1000.0
     )
+}
+
+fn print_vacuity_summary(vacuous_models: usize, strict: bool) {
+    if vacuous_models == 0 {
+        return;
+    }
+    let consequence = if strict {
+        "with --strict this fails the run"
+    } else {
+        "--strict fails the run on it"
+    };
+    outln!(
+        "WARNING: {vacuous_models} model(s) hold only vacuously (no fault enabled, or no dangerous scenario \
+         reached): {consequence}."
+    );
 }
 
 fn print_summary(models: usize, all_match: bool, replay_commands: &[String]) {

@@ -20,6 +20,8 @@ pub struct CheckLine {
     pub matches: bool,
     pub missing_scenarios: Vec<String>,
     pub model: String,
+    /// The scenarios of this kind of world that the search did not reach.
+    pub not_reached: Vec<String>,
     pub peak_bytes: u64,
     /// Whether partial-order reduction was on (`--por`).
     pub por: bool,
@@ -29,6 +31,9 @@ pub struct CheckLine {
     pub reached: Vec<String>,
     /// The process's resident memory at its highest during the search (Linux; null elsewhere).
     pub rss_peak_bytes: Option<u64>,
+    /// Per violated liveness property: the 1-based steps of its counterexample that the unresolved operations
+    /// depend on (the trace file keeps the whole path).
+    pub slice_steps: BTreeMap<String, Vec<usize>>,
     pub states: u64,
     /// The unreduced search's state count, when known (omitted otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -36,6 +41,12 @@ pub struct CheckLine {
     pub stopped_by: Option<String>,
     pub traces: BTreeMap<String, String>,
     pub transitions: u64,
+    /// Per violated liveness property: what stays unresolved at the end of its counterexample.
+    pub unresolved: BTreeMap<String, Vec<retrylab::model::Unresolved>>,
+    /// Why a safety property that holds holds vacuously (`no-fault`, `no-scenario-reached`), or null.
+    pub vacuous: Option<retrylab::spec::Vacuity>,
+    /// The warning `check` prints for it, or null.
+    pub vacuous_warning: Option<String>,
     pub visited_bytes_per_state: f64,
 }
 
@@ -98,8 +109,14 @@ pub struct ReplayLine {
     pub model: String,
     pub property: String,
     pub reproduced: bool,
+    /// A liveness trace: the 1-based steps the unresolved operations depend on (omitted otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slice_steps: Option<Vec<usize>>,
     pub steps: usize,
     pub trace: String,
+    /// A liveness trace: what stays unresolved at its end (omitted otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unresolved: Option<Vec<retrylab::model::Unresolved>>,
     pub violated_at: Option<usize>,
 }
 

@@ -27,6 +27,7 @@ mod explore_cmd;
 mod fault_args;
 #[cfg(feature = "stack")]
 mod graybox_args;
+mod interrupt;
 mod json;
 #[cfg(feature = "stack")]
 mod load_cmd;
@@ -144,6 +145,10 @@ pub struct CheckArgs {
     /// Print the timeline of every counterexample (by default only of unexpected verdicts).
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Print a liveness counterexample's every step (by default only the steps the unresolved operation depends
+    /// on: its client, the processes handling its messages, the records they touched).
+    #[arg(long)]
+    pub full_trace: bool,
     /// Also write the verdict matrix (Markdown with Mermaid diagrams) to FILE, and each counterexample as an SVG
     /// in a folder beside it named after FILE. A FILE ending in .html is the trace explorer instead: an index and
     /// one self-contained page per violation in that folder (a step slider, the state after each step).
@@ -169,6 +174,10 @@ pub struct CheckArgs {
     /// Worker threads (default: all cores). Results do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Exit 1 when a safety property holds vacuously: the model enables no fault, or none of its dangerous
+    /// scenarios was reached (without it, such a model is only warned about).
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// A switch written `on` or `off`.
@@ -199,6 +208,10 @@ pub struct SimulateArgs {
     /// Print the timeline of every counterexample (by default only of unexpected verdicts).
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Print a liveness counterexample's every step (by default only the steps the unresolved operation depends
+    /// on: its client, the processes handling its messages, the records they touched).
+    #[arg(long)]
+    pub full_trace: bool,
     #[arg(long)]
     pub threads: Option<usize>,
     /// Stop (as incomplete) before the walks' results held at once could exceed this many MiB. Default: half
@@ -232,6 +245,10 @@ pub struct ReplayArgs {
     pub trace: PathBuf,
     #[arg(long)]
     pub json: bool,
+    /// Print a liveness counterexample's every step (by default only the steps the unresolved operation depends
+    /// on: its client, the processes handling its messages, the records they touched).
+    #[arg(long)]
+    pub full_trace: bool,
 }
 
 /// Run the command line; returns the exit code.
@@ -310,8 +327,14 @@ pub fn run(cli: Cli) -> i32 {
         }
     };
     pool.install(|| match cli.command {
-        Command::Check(args) => check_cmd::run(&args),
-        Command::Simulate(args) => simulate_cmd::run(&args),
+        Command::Check(args) => {
+            interrupt::clean_up_on_signal();
+            check_cmd::run(&args)
+        }
+        Command::Simulate(args) => {
+            interrupt::clean_up_on_signal();
+            simulate_cmd::run(&args)
+        }
         Command::Replay(args) => replay_cmd::run(&args),
         Command::Merge(args) => merge_cmd::run(&args),
         Command::Explore(args) => explore_cmd::run(&args),

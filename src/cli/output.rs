@@ -5,7 +5,7 @@ use super::json::Verdicts;
 use indicatif::{ProgressBar, ProgressStyle};
 use retrylab::atomic::write_atomic;
 use retrylab::check::{timeline, Kind, Report, Verdict};
-use retrylab::model::{Action, Property, World};
+use retrylab::model::{Action, AtRest, Property, World};
 use retrylab::spec::{self, Model, WorldTrace};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -38,7 +38,8 @@ pub fn progress(json: bool, message: &str) -> Option<ProgressBar> {
         ProgressStyle::with_template("{spinner} {msg} {pos} {wide_msg}")
             .unwrap_or(ProgressStyle::default_spinner()),
     );
-    bar.set_message(message.to_string());
+    // A model's path is input: its escape codes must not reach the terminal through the spinner either.
+    bar.set_message(super::stdout::terminal_safe(message));
     bar.enable_steady_tick(std::time::Duration::from_millis(120));
     Some(bar)
 }
@@ -181,10 +182,84 @@ pub fn remove_stale_traces(
     Ok(removed)
 }
 
-/// Print a trace's timeline, indented, for people.
+/// Print a counterexample's timeline, indented, for people. A liveness counterexample ends with what stays
+/// unresolved at rest; unless `full_trace`, it shows only the steps that the unresolved operations depend on
+/// (numbered as in the whole path), and says how many others it left out.
+pub fn print_counterexample(
+    world: &World,
+    property: Property,
+    trace: &WorldTrace,
+    full_trace: bool,
+) {
+    let at_rest = at_rest_of(world, property, trace);
+    let sliced = at_rest
+        .as_ref()
+        .filter(|at_rest| !full_trace && at_rest.slice_steps.len() < trace.steps.len());
+    match sliced {
+        None => outln!(
+            "  counterexample for {} ({} steps):",
+            property.name(),
+            trace.steps.len()
+        ),
+        Some(at_rest) => outln!(
+            "  counterexample for {} ({} steps; the {} that {} depends on, --full-trace for all):",
+            property.name(),
+            trace.steps.len(),
+            at_rest.slice_steps.len(),
+            operations(at_rest)
+        ),
+    }
+    for step in &trace.steps {
+        if sliced.is_none_or(|at_rest| at_rest.slice_steps.contains(&step.step)) {
+            outln!("    {:>3}. {}", step.step, step.text);
+        }
+    }
+    print_at_rest(at_rest.as_ref(), "  ");
+}
+
+/// What a liveness counterexample leaves unresolved at its end, and the steps that depend on it.
+pub fn at_rest_of(world: &World, property: Property, trace: &WorldTrace) -> Option<AtRest> {
+    let actions: Vec<Action> = trace.steps.iter().map(|step| step.action).collect();
+    world.at_rest(property, &actions).ok().flatten()
+}
+
+/// Print a trace's every step, indented, for people.
 pub fn print_timeline(trace: &WorldTrace) {
     for step in &trace.steps {
         outln!("    {:>3}. {}", step.step, step.text);
+    }
+}
+
+/// "C2.op1" or "C2.op1 and C3.op1": the operations left unresolved.
+fn operations(at_rest: &AtRest) -> String {
+    let names: Vec<&str> = at_rest
+        .unresolved
+        .iter()
+        .map(|unresolved| unresolved.operation.as_str())
+        .collect();
+    names.join(" and ")
+}
+
+/// The lines saying what stays unresolved at rest, after a liveness counterexample.
+pub fn print_at_rest(at_rest: Option<&AtRest>, indent: &str) {
+    let Some(at_rest) = at_rest else {
+        return;
+    };
+    outln!("{indent}at rest (from here on only faults could happen):");
+    for unresolved in &at_rest.unresolved {
+        outln!("{indent}  {}", unresolved.sentence());
+    }
+}
+
+/// The scenarios reached and not reached, and the warning when a `holds` rests on no danger met.
+pub fn print_evidence(evidence: &spec::Evidence) {
+    outln!("  scenarios reached: {}", spec::listed(&evidence.reached));
+    outln!(
+        "  scenarios not reached: {}",
+        spec::listed(&evidence.not_reached)
+    );
+    if let Some(warning) = evidence.warning() {
+        outln!("  WARNING: {warning}");
     }
 }
 

@@ -1,7 +1,10 @@
 //! `retrylab replay`: run a saved trace strictly and show whether its violation reproduces.
 
 use super::json::{print_line, ReplayLine};
+use super::output;
 use super::{ReplayArgs, EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
+use retrylab::check::TimelineStep;
+use retrylab::model::{Action, AtRest};
 use retrylab::spec;
 
 pub fn run(args: &ReplayArgs) -> i32 {
@@ -27,13 +30,17 @@ pub fn run(args: &ReplayArgs) -> i32 {
     if let Some(warning) = model_file_warning(&trace) {
         errln!("warning: {warning}");
     }
+    let at_rest = output::at_rest_of(&outcome.model.world, outcome.property, &trace)
+        .filter(|_| outcome.violated_at.is_some());
     if args.json {
         print_line(&ReplayLine {
             model: outcome.model.path.clone(),
             property: outcome.property.name().to_string(),
             reproduced: outcome.violated_at.is_some(),
+            slice_steps: at_rest.as_ref().map(|at_rest| at_rest.slice_steps.clone()),
             steps: outcome.steps.len(),
             trace: file.clone(),
+            unresolved: at_rest.map(|at_rest| at_rest.unresolved),
             violated_at: outcome.violated_at,
         });
     } else {
@@ -43,9 +50,7 @@ pub fn run(args: &ReplayArgs) -> i32 {
             outcome.property.name(),
             outcome.property.description()
         );
-        for step in &outcome.steps {
-            outln!("  {:>3}. {}", step.step, step.text);
-        }
+        print_steps(&outcome.steps, at_rest.as_ref(), args.full_trace);
         match outcome.violated_at {
             Some(step) => outln!(
                 "reproduced: {} violated at step {step}",
@@ -56,11 +61,31 @@ pub fn run(args: &ReplayArgs) -> i32 {
                 outcome.property.name()
             ),
         }
+        output::print_at_rest(at_rest.as_ref(), "");
     }
     if outcome.violated_at.is_some() {
         EXIT_OK
     } else {
         EXIT_MISMATCH
+    }
+}
+
+/// The trace's steps; a liveness trace only those its unresolved operations depend on, unless `full_trace`.
+fn print_steps(steps: &[TimelineStep<Action>], at_rest: Option<&AtRest>, full_trace: bool) {
+    let slice = at_rest
+        .map(|at_rest| &at_rest.slice_steps)
+        .filter(|slice| !full_trace && slice.len() < steps.len());
+    if let Some(slice) = slice {
+        outln!(
+            "  ({} of {} steps shown: those the unresolved operations depend on; --full-trace for all)",
+            slice.len(),
+            steps.len()
+        );
+    }
+    for step in steps {
+        if slice.is_none_or(|slice| slice.contains(&step.step)) {
+            outln!("  {:>3}. {}", step.step, step.text);
+        }
     }
 }
 

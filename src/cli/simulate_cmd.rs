@@ -164,6 +164,7 @@ fn print_human(
     if !comparison.missing_scenarios.is_empty() {
         outln!("  NOT REACHED: {}", comparison.missing_scenarios.join(", "));
     }
+    output::print_evidence(&retrylab::spec::evidence(model, report));
     for (property, trace) in &saved.timelines {
         outln!(
             "  counterexample for {} ({}, {} steps):",
@@ -174,6 +175,10 @@ fn print_human(
             trace.steps.len()
         );
         output::print_timeline(trace);
+        output::print_at_rest(
+            output::at_rest_of(&model.world, *property, trace).as_ref(),
+            "  ",
+        );
     }
     outln!();
 }

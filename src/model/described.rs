@@ -4,7 +4,7 @@
 
 use super::action::Action;
 use super::properties::Property;
-use super::state::{Key, OpRef, Outcome, RecordStatus, State};
+use super::state::{Key, OpRef, State};
 use super::world::{Server, Transition, World, WorldOf};
 use crate::check;
 
@@ -115,52 +115,22 @@ impl World {
     }
 
     /// What fails a liveness property in `state` (at rest): the first key stuck in_progress, or the first
-    /// operation that never resolves; `None` for a safety property or a state where it holds.
+    /// operation that never resolves; `None` for a safety property or a state where it holds. The short form of
+    /// [`World::unresolved`]'s first item.
     pub fn liveness_culprit(&self, property: Property, state: &State) -> Option<String> {
-        match property {
-            Property::NoStuckKey => state.store.records.iter().find_map(|(key, record)| {
-                matches!(
-                    record.status,
-                    RecordStatus::InProgress {
-                        lease_expired: false,
-                        ..
-                    }
-                )
-                .then(|| format!("{} stays in_progress", self.key_label(*key)))
-            }),
-            Property::EventuallyResolves => {
-                state
-                    .clients
-                    .iter()
-                    .enumerate()
-                    .find_map(|(client, client_state)| {
-                        let op_count = self.clients().operations.len();
-                        (0..op_count).find_map(|op| {
-                            let why = match client_state.outcomes[op] {
-                                Outcome::GaveUp => "its client gave up, the outcome unknown",
-                                Outcome::Pending => "it never gets a definite answer",
-                                _ => return None,
-                            };
-                            let op = OpRef {
-                                client: client as u8,
-                                op: op as u8,
-                            };
-                            Some(format!("{} never resolves: {why}", self.op_label(op)))
-                        })
-                    })
-            }
-            _ => None,
-        }
+        self.unresolved(property, state)
+            .first()
+            .map(|unresolved| unresolved.short())
     }
 
-    fn key_label(&self, key: Key) -> String {
+    pub(super) fn key_label(&self, key: Key) -> String {
         match self {
             World::Http(world) => world.key_name(key),
             World::Queue(world) => world.inbox_key_name(key),
         }
     }
 
-    fn op_label(&self, op: OpRef) -> String {
+    pub(super) fn op_label(&self, op: OpRef) -> String {
         match self {
             World::Http(_) => format!("C{}.op{}", op.client + 1, op.op + 1),
             World::Queue(world) => world.event_name(op),

@@ -110,6 +110,23 @@ impl Event {
         }
     }
 
+    /// Whether a world of this kind (a queue world, or an HTTP one) can witness this scenario at all: the queue
+    /// scenarios need a broker, and a queue world has no 409, 422, lease or fencing.
+    pub fn in_world(self, queue: bool) -> bool {
+        match self {
+            Event::Republished
+            | Event::ProducerDeduplicated
+            | Event::InboxConflict
+            | Event::CrashBeforeAck => queue,
+            Event::Conflict
+            | Event::BodyMismatch
+            | Event::LeaseTakeover
+            | Event::SlowOwner
+            | Event::FencedCompletion => !queue,
+            _ => true,
+        }
+    }
+
     pub fn scenario_by_name(name: &str) -> Option<Event> {
         Event::SCENARIOS
             .into_iter()

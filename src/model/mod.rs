@@ -25,6 +25,7 @@ mod sorted_map;
 mod state;
 mod step;
 mod symmetry;
+mod unresolved;
 mod view;
 mod world;
 
@@ -44,4 +45,5 @@ pub use state::{
     RecordStatus, Request, Response, State, Store,
 };
 pub use symmetry::Relabel;
+pub use unresolved::{AtRest, Reason, Unresolved};
 pub use world::{Http, HttpWorld, Queue, QueueWorld, Server, Transition, World, WorldOf};

@@ -231,18 +231,30 @@ where
                 .iter()
                 .take(operations)
                 .enumerate()
-                .map(|(op, outcome)| format!("op{}: {}", op + 1, outcome_text(*outcome)))
+                .map(|(op, outcome)| {
+                    format!(
+                        "op{}: {}",
+                        op + 1,
+                        outcome_text(*outcome, self.clients.max_attempts)
+                    )
+                })
                 .collect();
-            let current = (usize::from(client.op) + 1).min(operations);
-            Row::new(
-                format!("C{}", index + 1),
+            // A finished operation's counters are reset (so that states merge): a done client shows what it was
+            // told, where a give-up says all its attempts were used.
+            let doing = if client.phase == ClientPhase::Done {
+                "all operations ended".to_string()
+            } else {
                 format!(
-                    "op{current} attempt {} ({} of {} charged), {phase}; told {}",
+                    "op{} attempt {} ({} of {} attempts used), {phase}",
+                    usize::from(client.op) + 1,
                     client.attempts,
                     client.charged,
-                    self.clients.max_attempts,
-                    told.join(", ")
-                ),
+                    self.clients.max_attempts
+                )
+            };
+            Row::new(
+                format!("C{}", index + 1),
+                format!("{doing}; told {}", told.join(", ")),
             )
         });
         rows.collect()
@@ -313,7 +325,8 @@ fn response_text(code: u16, payload: Option<u8>) -> String {
     }
 }
 
-fn outcome_text(outcome: Outcome) -> String {
+/// A client gives up only when every attempt it may charge is used (`max_attempts`).
+fn outcome_text(outcome: Outcome, max_attempts: u8) -> String {
     match outcome {
         Outcome::Pending => "pending".to_string(),
         Outcome::Succeeded { payload } => match payload {
@@ -321,6 +334,8 @@ fn outcome_text(outcome: Outcome) -> String {
             None => "success".to_string(),
         },
         Outcome::Failed { code } => format!("failed {code}"),
-        Outcome::GaveUp => "gave up (outcome unknown)".to_string(),
+        Outcome::GaveUp => {
+            format!("gave up, {max_attempts} of {max_attempts} attempts used (outcome unknown)")
+        }
     }
 }

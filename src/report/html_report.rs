@@ -6,14 +6,25 @@ use super::html::{trace_page, PageText};
 use super::svg::escape;
 use super::{counterexample_picture, svg, svg_folder, Entry, REGENERATE_COMMAND};
 use crate::atomic::write_atomic;
+use crate::check::Verdict;
+use crate::model::Property;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// One violation's page, as the index links it.
 struct Linked {
-    property: String,
+    property: Property,
     steps: usize,
     href: String,
+}
+
+/// Whether a violation was declared in the model file: expected, a MISMATCH (declared holds), or not declared.
+fn declared_note(entry: &Entry, property: Property) -> &'static str {
+    match entry.model.expected.get(&property) {
+        Some(Verdict::Violated) => "declared violated (expected)",
+        Some(_) => "MISMATCH: declared holds",
+        None => "not declared",
+    }
 }
 
 /// Write the index and the pages (each atomically); stale pages of violations gone since are removed from the
@@ -36,10 +47,11 @@ pub fn write_html_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<Pa
                 actions.len()
             );
             let subtitle = format!(
-                "{} | {}: {}",
+                "{} | {}: {} | {}",
                 entry.model.description,
                 property.name(),
-                property.description()
+                property.description(),
+                declared_note(entry, property)
             );
             let drawn = svg::render(&picture, &title);
             let text = PageText {
@@ -53,7 +65,7 @@ pub fn write_html_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<Pa
             let file_name = format!("{}.{}.html", entry.stem, property.name());
             pages.push((folder.join(&file_name), html));
             linked.push(Linked {
-                property: property.name().to_string(),
+                property,
                 steps: actions.len(),
                 href: format!("{folder_name}/{file_name}"),
             });
@@ -74,32 +86,20 @@ pub fn write_html_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<Pa
     Ok(written)
 }
 
-/// The index: a row per model, its violations linked to their pages.
+/// The index: a row per model, its violations linked to their pages (each saying whether it was declared), the
+/// properties that hold, and the scenarios its search reached.
 fn index(entries: &[Entry], links: &[Vec<Linked>]) -> String {
     let mut rows = String::new();
     for (entry, linked) in entries.iter().zip(links) {
-        let violations = if linked.is_empty() {
-            "no violation".to_string()
-        } else {
-            let items: Vec<String> = linked
-                .iter()
-                .map(|link| {
-                    format!(
-                        "<a href=\"{}\">{}</a> ({} steps)",
-                        escape(&link.href),
-                        escape(&link.property),
-                        link.steps
-                    )
-                })
-                .collect();
-            items.join("<br>")
-        };
         rows.push_str(&format!(
-            "<tr class=\"row\"><td class=\"label\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+            "<tr class=\"row\"><td class=\"label\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             </tr>\n",
             escape(&entry.shown),
             escape(&entry.model.description),
             entry.report.states,
-            violations
+            violations_cell(entry, linked),
+            holds_cell(entry),
+            scenarios_cell(entry)
         ));
     }
     format!(
@@ -107,10 +107,79 @@ fn index(entries: &[Entry], links: &[Vec<Linked>]) -> String {
          <style>{}</style>\n</head>\n<body>\n<header><h1>retrylab verdicts</h1><p>Each violation opens in a trace \
          explorer: drag the slider to a step and read the state after it. Made by a command like: {}</p></header>\n\
          <div class=\"panel\" style=\"margin:14px 18px\"><table>\n<tr><td><b>model</b></td><td><b>description</b>\
-         </td><td><b>states</b></td><td><b>violations</b></td></tr>\n{rows}</table></div>\n</body>\n</html>\n",
+         </td><td><b>states</b></td><td><b>violations</b></td><td><b>holds</b></td><td><b>scenarios</b></td></tr>\n\
+         {rows}</table></div>\n</body>\n</html>\n",
         include_str!("assets/explorer.css"),
         escape(&REGENERATE_COMMAND.replace("verdicts.md", "verdicts.html"))
     )
+}
+
+fn violations_cell(entry: &Entry, linked: &[Linked]) -> String {
+    if linked.is_empty() {
+        return "no violation".to_string();
+    }
+    let items: Vec<String> = linked
+        .iter()
+        .map(|link| {
+            let note = declared_note(entry, link.property);
+            let class = if note.starts_with("MISMATCH") {
+                " class=\"error\""
+            } else {
+                ""
+            };
+            format!(
+                "<a href=\"{}\">{}</a> ({} steps) <span{class}>{note}</span>",
+                escape(&link.href),
+                escape(link.property.name()),
+                link.steps
+            )
+        })
+        .collect();
+    items.join("<br>")
+}
+
+/// The properties that hold, each marked when its declared verdict was `violated` (a MISMATCH); those left
+/// `incomplete` by a search cut short are listed apart.
+fn holds_cell(entry: &Entry) -> String {
+    let with = |verdict: Verdict| -> Vec<String> {
+        Property::ALL
+            .into_iter()
+            .filter(|property| entry.report.verdict(property.name()) == verdict)
+            .map(|property| match entry.model.expected.get(&property) {
+                Some(Verdict::Violated) => format!(
+                    "{} <span class=\"error\">MISMATCH: declared violated</span>",
+                    property.name()
+                ),
+                _ => property.name().to_string(),
+            })
+            .collect()
+    };
+    let mut cell = with(Verdict::Holds).join("<br>");
+    let incomplete = with(Verdict::Incomplete);
+    if !incomplete.is_empty() {
+        cell.push_str(&format!(
+            "<br>incomplete (no proof): {}",
+            incomplete.join(", ")
+        ));
+    }
+    cell
+}
+
+/// The scenarios reached and not, and the warning when what holds holds vacuously.
+fn scenarios_cell(entry: &Entry) -> String {
+    let evidence = crate::spec::evidence(&entry.model, &entry.report);
+    let mut cell = format!(
+        "reached: {}<br>not reached: {}",
+        crate::spec::listed(&evidence.reached),
+        crate::spec::listed(&evidence.not_reached)
+    );
+    if let Some(warning) = evidence.warning() {
+        cell.push_str(&format!(
+            "<br><span class=\"error\">WARNING: {}</span>",
+            escape(&warning)
+        ));
+    }
+    cell
 }
 
 /// Only `*.html` files directly in the report's folder, and only those this run did not write.
@@ -129,4 +198,56 @@ fn remove_stale_pages(folder: &Path, keep: &BTreeSet<PathBuf>) -> Result<(), Str
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::Checker;
+
+    /// select-then-insert's duplicate, declared `violated` (expected) or, in the twin, `holds` (a MISMATCH).
+    fn index_of(declared: &str) -> String {
+        let text = std::fs::read_to_string("models/select-then-insert.toml")
+            .unwrap()
+            .replace(
+                "no-duplicate-effect = \"violated\"",
+                &format!("no-duplicate-effect = \"{declared}\""),
+            );
+        let model = crate::spec::parse_model("select-then-insert.toml", &text).unwrap();
+        let report = Checker::new(&model.world).bfs();
+        let entry = Entry {
+            model,
+            report,
+            elapsed_ms: 0,
+            stem: "s".to_string(),
+            shown: "s.toml".to_string(),
+        };
+        let linked: Vec<Linked> = entry
+            .report
+            .counterexamples()
+            .map(|(found, path)| Linked {
+                property: Property::by_name(&found.name).unwrap(),
+                steps: path.len(),
+                href: "r/x.html".to_string(),
+            })
+            .collect();
+        index(std::slice::from_ref(&entry), &[linked])
+    }
+
+    #[test]
+    fn a_violation_says_whether_it_was_declared() {
+        let expected = index_of("violated");
+        assert!(
+            expected.contains("<span>declared violated (expected)</span>"),
+            "{expected}"
+        );
+        assert!(!expected.contains("MISMATCH"));
+        let mismatch = index_of("holds");
+        assert!(
+            mismatch.contains("<span class=\"error\">MISMATCH: declared holds</span>"),
+            "{mismatch}"
+        );
+        // The properties that hold are listed in their own column.
+        assert!(expected.contains("no-lost-effect<br>"), "{expected}");
+    }
 }

@@ -31,9 +31,23 @@ fn anchor(entry: &Entry, property: Property) -> String {
         .collect()
 }
 
-/// A table cell must not contain a pipe or a line break.
+/// A table cell must not contain a pipe or a line break, and text from a model file is text, not HTML: a
+/// description holding `<script>` or `<img onerror=...>` must not become markup in a viewer that renders HTML.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+    text_only(text)
+        .replace('|', "\\|")
+        .replace(['\n', '\r'], " ")
+}
+
+/// Text from a model file as Markdown shows it: HTML's special characters escaped (Markdown renders the entities
+/// as the characters) and control characters dropped.
+fn text_only(text: &str) -> String {
+    text.chars()
+        .filter(|character| !character.is_control() || *character == '\n')
+        .collect::<String>()
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn verdict_cell(entry: &Entry, property: Property) -> String {
@@ -89,6 +103,31 @@ fn states_cell(entry: &Entry) -> String {
     }
 }
 
+/// Per model, the scenarios its search reached and did not, and a warning when what holds holds vacuously.
+fn scenarios(out: &mut String, entries: &[Entry]) {
+    out.push_str(
+        "\n## Scenarios reached\n\nWhat each search met of the dangerous scenarios (a `holds` means something only \
+         if the danger was met). Not reached: the scenarios of its kind of world (HTTP or queue) the search never \
+         saw.\n\n",
+    );
+    for entry in entries {
+        let evidence = crate::spec::evidence(&entry.model, &entry.report);
+        let _ = write!(
+            out,
+            "- `{}`: reached {}; not reached {}.",
+            entry.shown,
+            crate::spec::listed(&evidence.reached),
+            crate::spec::listed(&evidence.not_reached)
+        );
+        match evidence.warning() {
+            Some(warning) => {
+                let _ = writeln!(out, " **WARNING: {warning}.**");
+            }
+            None => out.push('\n'),
+        }
+    }
+}
+
 /// The whole Markdown file. `command` is how it was made (printed at the top); `drawn[i]` belongs to `entries[i]`.
 pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String {
     let mut out = String::new();
@@ -99,9 +138,22 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
          model changes**; `tests/report.rs` regenerates it and compares (timings masked).\n"
     );
     let matching = entries.iter().filter(|entry| matches(entry)).count();
+    let vacuous = entries
+        .iter()
+        .filter(|entry| {
+            crate::spec::evidence(&entry.model, &entry.report)
+                .vacuous
+                .is_some()
+        })
+        .count();
+    let vacuous_note = if vacuous > 0 {
+        format!(" **{vacuous} hold only vacuously** (see \"Scenarios reached\").")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "{} models; {matching} got every verdict they declare and reached every scenario they declare.\n",
+        "{} models; {matching} got every verdict they declare and reached every scenario they declare.{vacuous_note}\n",
         entries.len()
     );
     out.push_str(
@@ -151,6 +203,8 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
         );
     }
 
+    scenarios(&mut out, entries);
+
     if drawn.iter().any(|violations| !violations.is_empty()) {
         out.push_str("\n## Counterexamples\n\n");
         out.push_str(
@@ -166,10 +220,11 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
         let _ = writeln!(
             out,
             "\n### `{}`\n\n{}",
-            entry.shown, entry.model.description
+            entry.shown,
+            text_only(&entry.model.description)
         );
         if !entry.model.source.is_empty() {
-            let _ = writeln!(out, "\nSource: {}", entry.model.source);
+            let _ = writeln!(out, "\nSource: {}", text_only(&entry.model.source));
         }
         for violation in violations {
             let declared = match entry.model.expected.get(&violation.property) {

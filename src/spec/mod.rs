@@ -3,12 +3,14 @@
 
 mod body;
 mod error;
+mod evidence;
 mod json_locate;
 mod locate;
 mod raw;
 mod trace;
 
 pub use error::{field_at, line_column, SpecError};
+pub use evidence::{evidence, listed, Evidence, Vacuity};
 pub use locate::field_offset;
 pub use trace::{new_trace, parse_trace, parse_trace_of, replay, ReplayOutcome, WorldTrace};
 

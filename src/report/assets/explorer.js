@@ -69,10 +69,11 @@ function renderSteps(list, steps, current, onPick) {
     li.addEventListener("click", () => onPick(step.step));
     list.appendChild(li);
   }
-  // Scroll the list only (scrollIntoView would scroll the whole page too).
+  // Scroll the list only (scrollIntoView, focus() or a "#step-N" address would scroll the whole page too). The
+  // list is positioned, so an item's offsetTop is measured from the list's own top.
   const chosen = document.getElementById("step-" + current);
   if (chosen && (chosen.offsetTop < list.scrollTop || chosen.offsetTop + chosen.offsetHeight > list.scrollTop + list.clientHeight)) {
-    list.scrollTop = chosen.offsetTop - list.offsetTop - list.clientHeight / 2;
+    list.scrollTop = Math.max(0, chosen.offsetTop - list.clientHeight / 2);
   }
 }
 

@@ -20,7 +20,10 @@ function show(n) {
   for (const group of diagramSteps) {
     group.classList.toggle("current", Number(group.dataset.step) === current);
   }
-  history.replaceState(null, "", "#step-" + current);
+  // The step in the address, for a link to it; not "#step-N", which is a list item's id: a browser scrolls the
+  // window to the element a fragment names when the page finishes loading, so the page opened scrolled down to
+  // the last step instead of at its top with the controls in view.
+  history.replaceState(null, "", "#at-step-" + current);
 }
 
 slider.addEventListener("input", () => show(Number(slider.value)));
@@ -31,5 +34,5 @@ document.addEventListener("keydown", (event) => {
   if (event.key === "ArrowLeft") show(Number(slider.value) - 1);
   if (event.key === "ArrowRight") show(Number(slider.value) + 1);
 });
-const fromHash = /^#step-(\d+)$/.exec(location.hash);
+const fromHash = /^#(?:at-)?step-(\d+)$/.exec(location.hash);
 show(fromHash ? Number(fromHash[1]) : last);
