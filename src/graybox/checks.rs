@@ -384,11 +384,28 @@ async fn interleaved_same_key(lab: &mut Lab, options: &CheckOptions) -> Result<F
             });
         }
     }
+    if explorer.contested_points() == 0 {
+        return Ok(unchosen_finding(explorer.schedules(), options));
+    }
     Ok(coverage_finding(
         explorer.schedules(),
         explorer.coverage(),
         options,
     ))
+}
+
+/// No run ever had two requests waiting at a statement together: nothing was interleaved by the probe, so a
+/// pass would be vacuous. Said as n/a, with what ran.
+fn unchosen_finding(schedules: usize, options: &CheckOptions) -> Finding {
+    Finding::new(
+        Verdict::NotApplicable,
+        format!(
+            "no order to choose: in {schedules} schedule(s) the {} requests never waited at a statement together (the \
+             service serialised them before its stores, e.g. on one shared connection or a lock of its own), so \
+             nothing says their interleavings are safe; at most one effect in what ran",
+            options.clients
+        ),
+    )
 }
 
 fn coverage_finding(schedules: usize, coverage: Coverage, options: &CheckOptions) -> Finding {

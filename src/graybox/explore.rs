@@ -51,6 +51,8 @@ pub struct Explorer {
     running: Option<Vec<u32>>,
     schedules: usize,
     pruned: usize,
+    /// Decision points (over every run) where more than one request could go: none means no order was ever chosen.
+    contested: usize,
     started: bool,
 }
 
@@ -77,6 +79,7 @@ impl Explorer {
             running: None,
             schedules: 0,
             pruned: 0,
+            contested: 0,
             started: false,
         }
     }
@@ -104,6 +107,7 @@ impl Explorer {
         self.schedules += 1;
         let mut previous = None;
         let mut preemptions = 0;
+        self.contested += points.iter().filter(|p| p.enabled.len() > 1).count();
         for (index, point) in points.iter().enumerate() {
             assert!(
                 point.enabled.contains(&point.taken),
@@ -132,6 +136,12 @@ impl Explorer {
     /// Schedules run so far.
     pub fn schedules(&self) -> usize {
         self.schedules
+    }
+
+    /// Decision points, over every run so far, where more than one request could go. Zero: the runs never had a
+    /// choice (the service serialised the requests before the gates), so no order was explored at all.
+    pub fn contested_points(&self) -> usize {
+        self.contested
     }
 
     /// What the search covered (final once `next_prefix` returned None).
@@ -197,6 +207,10 @@ mod tests {
         let (orders, explorer) = explore(unbounded, 2, 3);
         assert_eq!(orders.len(), 20);
         assert_eq!(explorer.coverage(), Coverage::Complete);
+        assert!(explorer.contested_points() > 0);
+        // The twin: one request alone is never a choice.
+        let (orders, alone) = explore(unbounded, 1, 3);
+        assert_eq!((orders.len(), alone.contested_points()), (1, 0));
         let (orders, _) = explore(unbounded, 3, 2);
         assert_eq!(orders.len(), 90);
     }
