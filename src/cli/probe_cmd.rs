@@ -7,6 +7,7 @@ use retrylab::stack::probe::{exit_code, run_checks, table, ProbeConfig};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = retrylab::stack::probe::rules::help_text())]
 pub struct ProbeArgs {
     /// The endpoint that takes the idempotent POST, e.g. http://127.0.0.1:8080/payments (loopback only).
     pub url: String,
@@ -22,7 +23,7 @@ pub struct ProbeArgs {
     /// The two client identities, `A,B`.
     #[arg(long, default_value = "probe-a,probe-b")]
     pub clients: String,
-    /// Another header for every request, `NAME:VALUE` (repeatable).
+    /// Another header for every request, `NAME:VALUE` (repeatable), the retries of timeout-then-retry included.
     #[arg(long = "header", value_name = "NAME:VALUE")]
     pub headers: Vec<String>,
     /// The request body, a JSON object.
@@ -52,7 +53,7 @@ pub struct ProbeArgs {
     /// Seeds the retrying client's jitter and the proxy.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Run only this check (repeatable).
+    /// Run only this check (repeatable); the checks are listed below.
     #[arg(long = "check", value_name = "NAME")]
     pub checks: Vec<String>,
     /// One JSON object per check per line: check, result (pass|fail|n/a), evidence, reproduce.

@@ -5,7 +5,9 @@
 //! function of the seed alone (`plan_actions`), and every request's fate is recorded, so a run can be explained
 //! and replayed.
 
-use super::http::{read_request, read_to_end, request_header, with_connection_close, HttpError};
+use super::http::{
+    read_request, request_header, with_connection_close, write_then_read_bytes, HttpError,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -258,8 +260,8 @@ async fn forward(upstream: SocketAddr, request: &[u8]) -> Result<Vec<u8>, HttpEr
     let mut stream = TcpStream::connect(upstream)
         .await
         .map_err(|error| HttpError::Connect(upstream, error))?;
-    stream.write_all(&with_connection_close(request)).await?;
-    read_to_end(&mut stream).await
+    // An upstream that answers before reading the whole request and closes still has its answer forwarded.
+    write_then_read_bytes(&mut stream, &with_connection_close(request)).await
 }
 
 fn status_and_body(response: &[u8]) -> (Option<u16>, Option<String>) {
