@@ -85,7 +85,13 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>, behaviour: Behav
     };
     if head.starts_with("GET ") {
         let count = state.lock().unwrap().count;
-        return answer(stream, "200 OK", "application/json", &format!("{{\"count\":{count}}}")).await;
+        return answer(
+            stream,
+            "200 OK",
+            "application/json",
+            &format!("{{\"count\":{count}}}"),
+        )
+        .await;
     }
     if let Some((name, value)) = behaviour.required_header {
         if header(&head, name) != Some(value) {
@@ -93,9 +99,18 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>, behaviour: Behav
         }
     }
     let Some(key) = header(&head, "Idempotency-Key") else {
-        return answer(stream, "400 Bad Request", "application/json", "{\"error\":\"no key\"}").await;
+        return answer(
+            stream,
+            "400 Bad Request",
+            "application/json",
+            "{\"error\":\"no key\"}",
+        )
+        .await;
     };
-    let key = format!("{}/{key}", header(&head, "X-Client-Id").unwrap_or("anonymous"));
+    let key = format!(
+        "{}/{key}",
+        header(&head, "X-Client-Id").unwrap_or("anonymous")
+    );
     let claimed = {
         let mut state = state.lock().unwrap();
         let entry = state.keys.entry(key.clone()).or_default();
@@ -112,7 +127,9 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>, behaviour: Behav
         // At once, on the headers alone: the body stays unread.
         return answer(stream, status, "application/json", &body).await;
     }
-    let length: usize = header(&head, "Content-Length").and_then(|l| l.parse().ok()).unwrap_or(0);
+    let length: usize = header(&head, "Content-Length")
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0);
     let mut body = vec![0u8; length];
     if stream.read_exact(&mut body).await.is_err() {
         return;
@@ -123,7 +140,12 @@ async fn serve(mut stream: TcpStream, state: Arc<Mutex<State>>, behaviour: Behav
         let mut state = state.lock().unwrap();
         state.count += 1;
         let stored = format!("{{\"payment\":{}}}", state.count);
-        state.keys.get_mut(&key).unwrap().1.get_or_insert(stored.clone());
+        state
+            .keys
+            .get_mut(&key)
+            .unwrap()
+            .1
+            .get_or_insert(stored.clone());
         stored
     };
     answer(stream, "201 Created", "application/json", &stored).await
@@ -161,7 +183,9 @@ fn config(address: SocketAddr, run: usize, checks: &[&str]) -> ProbeConfig {
 
 fn concurrent(address: SocketAddr, run: usize, runtime: &tokio::runtime::Runtime) -> CheckResult {
     let config = config(address, run, &["concurrent-same-key"]);
-    let mut results = runtime.block_on(run_checks(&config)).expect("the probe runs");
+    let mut results = runtime
+        .block_on(run_checks(&config))
+        .expect("the probe runs");
     results.remove(0)
 }
 
@@ -176,11 +200,19 @@ fn an_early_409_and_its_reset_are_no_false_alarm_in_20_runs() {
     let mut early_conflicts = 0;
     for run in 0..20 {
         let result = concurrent(address, run, &runtime);
-        assert_eq!(result.result, Verdict::Pass, "run {run}: {}", result.evidence);
+        assert_eq!(
+            result.result,
+            Verdict::Pass,
+            "run {run}: {}",
+            result.evidence
+        );
         // The early answers were read, not lost: 409s are in the evidence.
         early_conflicts += result.evidence.matches("409 x").count();
     }
-    assert!(early_conflicts >= 20, "409s seen in {early_conflicts} rounds");
+    assert!(
+        early_conflicts >= 20,
+        "409s seen in {early_conflicts} rounds"
+    );
 }
 
 /// The `reproduce` sequence run by `sh`: the count before and after (the first and last lines).
@@ -195,7 +227,10 @@ fn reproduced_count_rise(reproduce: &str) -> u64 {
         .filter_map(|line| line.trim().strip_prefix("{\"count\":"))
         .filter_map(|rest| rest.trim_end_matches('}').parse().ok())
         .collect();
-    assert!(counts.len() >= 2, "no counts in the reproduction's output: {stdout}");
+    assert!(
+        counts.len() >= 2,
+        "no counts in the reproduction's output: {stdout}"
+    );
     counts[counts.len() - 1] - counts[0]
 }
 
@@ -211,11 +246,17 @@ fn a_server_that_really_executes_twice_is_caught_and_curl_shows_it() {
     assert_eq!(result.result, Verdict::Fail, "{}", result.evidence);
     assert!(result.evidence.contains("count +2"), "{}", result.evidence);
     assert!(
-        result.evidence.contains("Idempotency Enforcement Scenarios"),
+        result
+            .evidence
+            .contains("Idempotency Enforcement Scenarios"),
         "the draft's rule is cited: {}",
         result.evidence
     );
-    if std::process::Command::new("curl").arg("--version").output().is_err() {
+    if std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         println!("skipped: no curl to run the reproduction with");
         return;
     }
@@ -242,5 +283,8 @@ fn the_retry_check_sends_the_headers_and_an_html_page_is_one_line() {
     let evidence = &results[0].evidence;
     assert_eq!(results[0].result, Verdict::Fail, "{evidence}");
     assert!(evidence.contains("[HTML: 401 Unauthorized]"), "{evidence}");
-    assert!(!evidence.contains('\n') && !evidence.contains("<h1>"), "{evidence}");
+    assert!(
+        !evidence.contains('\n') && !evidence.contains("<h1>"),
+        "{evidence}"
+    );
 }

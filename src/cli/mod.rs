@@ -25,6 +25,8 @@ mod check_cmd;
 mod explore_cmd;
 #[cfg(feature = "stack")]
 mod fault_args;
+#[cfg(test)]
+mod help_lines;
 mod json;
 #[cfg(feature = "stack")]
 mod load_cmd;
@@ -189,13 +191,16 @@ pub struct SimulateArgs {
     /// Steps per walk at most.
     #[arg(long, default_value_t = 400)]
     pub max_depth: u32,
+    /// One JSON object per model per line on stdout (`merge` combines the shards' lines).
     #[arg(long)]
     pub json: bool,
+    /// Folder for counterexample traces.
     #[arg(long, default_value = "target/retrylab/traces")]
     pub traces: PathBuf,
     /// Print the timeline of every counterexample (by default only of unexpected verdicts).
     #[arg(long, short = 'v')]
     pub verbose: bool,
+    /// Worker threads (default: all cores). Results do not depend on it: each walk is its seed's.
     #[arg(long)]
     pub threads: Option<usize>,
     /// Stop (as incomplete) before the walks' results held at once could exceed this many MiB.
@@ -231,6 +236,7 @@ fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 pub struct ReplayArgs {
     /// A trace file written by check or simulate.
     pub trace: PathBuf,
+    /// One JSON object on stdout: model, property, reproduced, steps, trace, violated_at (the step).
     #[arg(long)]
     pub json: bool,
 }

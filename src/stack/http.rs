@@ -172,7 +172,10 @@ async fn read_until_closed(stream: &mut TcpStream) -> (Vec<u8>, Option<HttpError
         }
         bytes.extend_from_slice(&chunk[..read]);
         if bytes.len() > MESSAGE_BYTES_MAX {
-            return (bytes, Some(HttpError::Malformed("message too large".into())));
+            return (
+                bytes,
+                Some(HttpError::Malformed("message too large".into())),
+            );
         }
     }
 }

@@ -112,6 +112,13 @@ impl FaultPlan {
             delay_ms: 0,
         }
     }
+
+    /// Whether any fault can fire (a ratio above 0 with budget left): otherwise a proxy would only forward.
+    pub fn injects_any(&self) -> bool {
+        [self.reset, self.drop_response, self.duplicate, self.delay]
+            .iter()
+            .any(|fault| fault.ratio.num > 0 && fault.budget != Some(0))
+    }
 }
 
 /// What the proxy does to one request.
@@ -210,11 +217,22 @@ impl Proxy {
         plan: FaultPlan,
         key_header: &str,
     ) -> std::io::Result<Proxy> {
+        let any_port = SocketAddr::from(([127, 0, 0, 1], 0));
+        Proxy::start_on(any_port, upstream, plan, key_header).await
+    }
+
+    /// Listen on `listen` (a loopback address; port 0: a free one) in front of `upstream` (loopback too).
+    pub async fn start_on(
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        plan: FaultPlan,
+        key_header: &str,
+    ) -> std::io::Result<Proxy> {
         assert!(
-            upstream.ip().is_loopback(),
-            "the proxy forwards to loopback only"
+            upstream.ip().is_loopback() && listen.ip().is_loopback(),
+            "the proxy listens and forwards on loopback only"
         );
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let listener = TcpListener::bind(listen).await?;
         let address = listener.local_addr()?;
         let shared = Arc::new(Shared {
             upstream,

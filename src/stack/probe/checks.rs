@@ -303,8 +303,7 @@ pub fn judge_cross_client(
         return (false, format!(": {a}'s request did not succeed"));
     }
     let stored = ra.body.trim();
-    let leaked = rb.body.trim() == stored
-        || (stored.len() > 2 && rb.body.contains(stored));
+    let leaked = rb.body.trim() == stored || (stored.len() > 2 && rb.body.contains(stored));
     if leaked {
         return (
             false,
@@ -314,7 +313,10 @@ pub fn judge_cross_client(
     if !ok(rb.status) {
         return (
             false,
-            format!(": {b} was refused ({}) over {a}'s key: the key is not scoped per client", rb.status),
+            format!(
+                ": {b} was refused ({}) over {a}'s key: the key is not scoped per client",
+                rb.status
+            ),
         );
     }
     (true, String::new())
@@ -373,14 +375,18 @@ async fn timeout_then_retry(config: &ProbeConfig) -> Checked {
         let status = *e.upstream_statuses.first()?;
         Some((status, e.upstream_body.clone()?))
     });
-    let dropped_text = stored.as_ref().map_or("nothing dropped".to_string(), |(s, b)| {
-        format!("{s} {}", one_line(b))
-    });
+    let dropped_text = stored
+        .as_ref()
+        .map_or("nothing dropped".to_string(), |(s, b)| {
+            format!("{s} {}", one_line(b))
+        });
     let (count_text, count_ok) = delta(before, after, 1);
     let last = outcome
         .response
         .as_ref()
-        .map_or("no answer".to_string(), |(s, b)| format!("{s} {}", one_line(b)));
+        .map_or("no answer".to_string(), |(s, b)| {
+            format!("{s} {}", one_line(b))
+        });
     let got = outcome.response.as_ref().map(|(s, b)| (*s, b.as_str()));
     let (same, why) = judge_retry(stored.as_ref().map(|(s, b)| (*s, b.as_str())), got);
     let pass = same && count_ok;
@@ -402,13 +408,17 @@ async fn timeout_then_retry(config: &ProbeConfig) -> Checked {
 /// execution; another success body is a second execution.
 pub fn judge_retry(stored: Option<(u16, &str)>, got: Option<(u16, &str)>) -> (bool, String) {
     let Some((stored_status, stored_body)) = stored else {
-        return (false, ": the server did not answer the first request, so nothing was lost".into());
+        return (
+            false,
+            ": the server did not answer the first request, so nothing was lost".into(),
+        );
     };
     let Some((status, body)) = got else {
         return (false, ": the retry got no answer".into());
     };
     let stored_body = stored_body.trim();
-    let same_body = body.trim() == stored_body || (stored_body.len() > 2 && body.contains(stored_body));
+    let same_body =
+        body.trim() == stored_body || (stored_body.len() > 2 && body.contains(stored_body));
     match (same_body, ok(status)) {
         (true, true) => (true, String::new()),
         (true, false) => (
@@ -472,5 +482,5 @@ mod tests {
         );
         assert_eq!(changed(body), r#"{"amount":501,"currency":"RUB"}"#);
         assert_eq!(changed(r#"{"a":"x"}"#), r#"{"a":"x","probe_changed":true}"#);
-        }
+    }
 }

@@ -68,7 +68,10 @@ pub struct Round {
 }
 
 /// Judge one round from its responses and the count's change (None: no count endpoint).
-pub fn judge_round(responses: &[Result<HttpResponse, HttpError>], count_change: Option<i64>) -> Round {
+pub fn judge_round(
+    responses: &[Result<HttpResponse, HttpError>],
+    count_change: Option<i64>,
+) -> Round {
     let statuses: Vec<String> = responses.iter().map(status_or_no_answer).collect();
     let mut executed: Vec<&str> = responses
         .iter()
@@ -97,7 +100,9 @@ pub fn judge_round(responses: &[Result<HttpResponse, HttpError>], count_change: 
         _ => {}
     }
     if let Some(status) = unexpected.first() {
-        problems.push(format!("an answer that is neither a success nor a conflict ({status})"));
+        problems.push(format!(
+            "an answer that is neither a success nor a conflict ({status})"
+        ));
     }
     let count_text = count_change.map_or(String::new(), |change| format!("; count {change:+}"));
     let mut evidence = format!(
@@ -156,10 +161,7 @@ fn reproduction(config: &ProbeConfig, judged: &str) -> String {
         config.concurrency,
         curl::post(config, Some("$KEY"), Some(&config.clients[0]), &config.body)
     );
-    let mut steps = vec![format!(
-        "# the probe saw: {}",
-        judged.replace('\n', " ")
-    )];
+    let mut steps = vec![format!("# the probe saw: {}", judged.replace('\n', " "))];
     steps.push(format!(
         "# a conforming API: one 2xx body per burst, the rest 409 (or that body again); the count rises by \
          {bursts} in all"
@@ -194,17 +196,27 @@ mod tests {
 
     #[test]
     fn a_second_execution_fails_however_it_shows() {
-        let two_bodies = vec![answer(201, "{\"payment\":1}"), answer(201, "{\"payment\":2}")];
+        let two_bodies = vec![
+            answer(201, "{\"payment\":1}"),
+            answer(201, "{\"payment\":2}"),
+        ];
         let round = judge_round(&two_bodies, None);
-        assert!(!round.pass && round.evidence.contains("2 executions of one"), "{round:?}");
+        assert!(
+            !round.pass && round.evidence.contains("2 executions of one"),
+            "{round:?}"
+        );
         // One body seen, but the count says two payments (the other response was lost).
         let one_seen = vec![answer(201, "{\"payment\":1}"), Err(HttpError::Closed)];
         let counted = judge_round(&one_seen, Some(2));
         assert!(!counted.pass && counted.evidence.contains("2 executions counted"));
         // Nothing ran, or an answer that is neither success nor conflict.
         let none: Vec<_> = (0..3).map(|_| Err(HttpError::Closed)).collect();
-        assert!(judge_round(&none, Some(0)).evidence.contains("count +0, expected +1"));
-        assert!(judge_round(&none, None).evidence.contains("no execution seen"));
+        assert!(judge_round(&none, Some(0))
+            .evidence
+            .contains("count +0, expected +1"));
+        assert!(judge_round(&none, None)
+            .evidence
+            .contains("no execution seen"));
         let error = vec![answer(201, "{\"payment\":1}"), answer(500, "{}")];
         assert!(!judge_round(&error, Some(1)).pass);
     }

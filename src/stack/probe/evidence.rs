@@ -49,7 +49,11 @@ pub fn one_line(body: &str) -> String {
 }
 
 fn looks_like_html(body: &str) -> bool {
-    let head: String = body.chars().take(64).collect::<String>().to_ascii_lowercase();
+    let head: String = body
+        .chars()
+        .take(64)
+        .collect::<String>()
+        .to_ascii_lowercase();
     head.starts_with("<!doctype html") || head.starts_with("<html") || head.contains("<head")
 }
 
@@ -111,11 +115,11 @@ mod tests {
         let untitled = "<html><body>\n<h1>Internal   Server Error</h1><p>x</p></body></html>";
         assert_eq!(one_line(untitled), "[HTML: Internal Server Error x]");
         // The twin: JSON is kept as sent, on one line.
+        assert_eq!(one_line("{\"payment\":\n  1}\n"), "{\"payment\": 1}");
         assert_eq!(
-            one_line("{\"payment\":\n  1}\n"),
-            "{\"payment\": 1}"
+            one_line(&"x".repeat(500)).chars().count(),
+            BODY_CHARS_MAX + 3
         );
-        assert_eq!(one_line(&"x".repeat(500)).chars().count(), BODY_CHARS_MAX + 3);
     }
 
     #[test]

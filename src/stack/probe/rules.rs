@@ -78,17 +78,15 @@ pub fn rule(check: &str) -> Option<&'static Rule> {
 /// `expected ... (draft ..., section ...)`, for a failure's evidence.
 pub fn expectation(check: &str) -> String {
     match rule(check) {
-        Some(rule) => format!(
-            "expected {} ({DRAFT}, {})",
-            rule.expects, rule.section
-        ),
+        Some(rule) => format!("expected {} ({DRAFT}, {})", rule.expects, rule.section),
         None => String::new(),
     }
 }
 
 /// The checks for `--help`: each name, what it sends, what it expects and the draft's section.
 pub fn help_text() -> String {
-    let mut text = format!("Checks (in this order; --check NAME runs one), each against {DRAFT}:\n");
+    let mut text =
+        format!("Checks (in this order; --check NAME runs one), each against {DRAFT}:\n");
     for rule in &RULES {
         text.push_str(&format!(
             "  {}\n      sends: {}\n      expects: {}\n      rule: {}\n",
