@@ -483,4 +483,62 @@ mod tests {
         assert_eq!(changed(body), r#"{"amount":501,"currency":"RUB"}"#);
         assert_eq!(changed(r#"{"a":"x"}"#), r#"{"a":"x","probe_changed":true}"#);
     }
+
+    fn answer(status: u16, body: &str) -> Result<HttpResponse, HttpError> {
+        Ok(HttpResponse {
+            status,
+            headers: Vec::new(),
+            body: body.to_string(),
+        })
+    }
+
+    #[test]
+    fn what_happened_is_named() {
+        let paid = answer(201, r#"{"payment":1}"#);
+        // A's stored response in B's 409 is a leak, not a refusal; B refused without it is a global scope.
+        let leak = judge_cross_client(&paid, &answer(409, r#"{"payment":1}"#), "a", "b");
+        assert_eq!(
+            leak,
+            (false, ": a's stored response leaked to b (in a 409)".into())
+        );
+        let refused = judge_cross_client(&paid, &answer(409, "{}"), "a", "b");
+        assert!(
+            !refused.0 && refused.1.contains("not scoped per client"),
+            "{refused:?}"
+        );
+        assert!(judge_cross_client(&paid, &answer(201, r#"{"payment":2}"#), "a", "b").0);
+        // The retry's 409 with the stored payment: its status differs; another success body: executed again.
+        let stored = Some((201, r#"{"payment":1}"#));
+        let status = judge_retry(stored, Some((409, r#"{"payment":1}"#)));
+        assert!(
+            !status.0
+                && status
+                    .1
+                    .contains("the retry's status differs from the stored one")
+        );
+        let again = judge_retry(stored, Some((201, r#"{"payment":2}"#)));
+        assert!(!again.0 && again.1.contains("executed again"), "{again:?}");
+        assert!(judge_retry(stored, Some((200, r#"{"payment":1}"#))).0);
+    }
+
+    #[test]
+    fn a_byte_level_fingerprint_is_a_note() {
+        let first = answer(201, r#"{"payment":1}"#);
+        let bytes = judge_changed_body(&first, &answer(422, "{}"), &answer(422, "{}"), 422);
+        assert!(
+            bytes.pass && bytes.remark.contains("note: the same JSON"),
+            "{}",
+            bytes.remark
+        );
+        // The twins: a changed body replayed fails; a reordered body executed again fails.
+        let replayed = judge_changed_body(&first, &first, &first, 422);
+        assert!(!replayed.pass && replayed.remark.contains("changed body was not refused"));
+        let twice = judge_changed_body(
+            &first,
+            &answer(201, r#"{"payment":2}"#),
+            &answer(422, "{}"),
+            422,
+        );
+        assert!(!twice.pass, "{}", twice.remark);
+    }
 }
