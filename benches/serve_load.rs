@@ -70,6 +70,7 @@ fn load_once(design: Design, database: Database) -> LoadReport {
                 duplicate: one_in_20,
                 ..FaultPlan::none(16)
             }),
+            run_id: format!("bench-{}", design.name()),
         };
         let report = run_load(&load).await.expect("the load runs");
         let _ = stop.send(());

@@ -137,7 +137,7 @@ fn each_broken_design_fails_its_check_with_a_curl_reproduction() {
         ("select-then-insert", "concurrent-same-key"),
         ("ignores-key", "timeout-then-retry"),
         ("global-key-scope", "cross-client"),
-        ("raw-fingerprint", "changed-body"),
+        ("separate-kv", "changed-body"),
     ] {
         let serve = Serve::start(&["--design", design]);
         let (code, lines) = probe(&serve, &[]);
@@ -149,6 +149,23 @@ fn each_broken_design_fails_its_check_with_a_curl_reproduction() {
         );
         assert_eq!(code, 1, "{design}: exit 1 when a check fails");
     }
+}
+
+#[test]
+fn a_byte_level_fingerprint_is_a_note_not_a_failure() {
+    // The draft allows a fingerprint of the payload's bytes (Idempotency Fingerprint): the same JSON with its
+    // keys reordered refused with 422 is reported, and the check still passes. Its twin, a design with no
+    // fingerprint (separate-kv replays a changed body), fails changed-body above.
+    let serve = Serve::start(&["--design", "raw-fingerprint"]);
+    let (code, lines) = probe(&serve, &["--check", "changed-body"]);
+    let line = result_of(&lines, "changed-body");
+    assert_eq!(line["result"], "pass", "{line}");
+    let evidence = line["evidence"].as_str().unwrap();
+    assert!(
+        evidence.contains("note: the same JSON with its keys reordered was refused"),
+        "{evidence}"
+    );
+    assert_eq!(code, 0);
 }
 
 #[test]
@@ -397,6 +414,15 @@ fn serve_refuses_bad_input_in_one_line_and_stops_gracefully() {
             ],
             "host '10.0.0.3' is not loopback",
         ),
+        (
+            vec![
+                "--design",
+                "separate-kv",
+                "--lease-ms",
+                "18446744073709551615",
+            ],
+            "--lease-ms: must be in 1..=86400000",
+        ),
     ] {
         let out = Command::new(BIN).arg("serve").args(&args).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -417,6 +443,30 @@ fn serve_refuses_bad_input_in_one_line_and_stops_gracefully() {
         Some(0),
         "SIGTERM: a graceful exit"
     );
+}
+
+#[test]
+fn serve_refuses_a_body_that_is_not_a_json_object() {
+    let serve = Serve::start(&["--design", "article"]);
+    let url = Url::parse(&serve.payments()).unwrap();
+    let post = |key: &str, body: &str| {
+        let headers = vec![("Idempotency-Key".to_string(), key.to_string())];
+        let request = HttpRequest::post("/payments", headers, body);
+        runtime()
+            .block_on(exchange(&url, &request, Duration::from_secs(5)))
+            .expect("the service answers")
+    };
+    for (key, body, needle) in [
+        ("k1", "amount=500", "the body is not JSON"),
+        ("k2", "[500]", "must be a JSON object"),
+    ] {
+        let refused = post(key, body);
+        assert_eq!(refused.status, 400, "{body}: {refused:?}");
+        assert!(refused.body.contains(needle), "{body}: {}", refused.body);
+    }
+    // The twin: a JSON object is a payment.
+    assert_eq!(post("k3", r#"{"amount":500}"#).status, 201);
+    assert_eq!(serve.count(), 1, "nothing was paid for the refused bodies");
 }
 
 #[test]
@@ -484,4 +534,96 @@ fn load_counts_no_duplicate_for_the_article_and_the_duplicates_of_ignores_key() 
     let (code, report) = load(&serve, &[]);
     assert!(report["duplicates"].as_u64().unwrap() > 0, "{report}");
     assert_eq!(code, 1, "duplicates are a finding: exit 1");
+}
+
+/// `retrylab load --json URL` for one second with `args`: the exit code, the report (if one was printed) and
+/// stderr.
+fn load_run(url: &str, args: &[&str]) -> (i32, Option<Value>, String) {
+    let out = Command::new(BIN)
+        .args(["load", url, "--json", "--duration-s", "1", "--clients", "2"])
+        .args(args)
+        .output()
+        .expect("retrylab load runs");
+    let report = serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).ok();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().unwrap_or(-1), report, stderr)
+}
+
+#[test]
+fn load_exits_1_when_most_operations_give_up() {
+    let port = retrylab::servers::free_loopback_port().unwrap();
+    let down = format!("http://127.0.0.1:{port}/payments");
+    let quick = ["--attempts", "2", "--attempt-timeout-ms", "500"];
+    let (code, report, stderr) = load_run(&down, &quick);
+    let report = report.expect("a report even for an outage");
+    assert_eq!(report["succeeded"], 0, "{report}");
+    assert_eq!(code, 1, "an outage is a failure: {stderr}");
+    assert!(stderr.contains("operations gave up"), "{stderr}");
+    // The twin: the same run against a service that answers exits 0.
+    let serve = Serve::start(&["--design", "article"]);
+    let (code, report, stderr) = load_run(&serve.payments(), &quick);
+    assert_eq!(code, 0, "{stderr} {report:?}");
+}
+
+#[test]
+fn load_goes_straight_to_the_service_and_each_run_has_new_keys() {
+    let serve = Serve::start(&["--design", "article"]);
+    let count = format!("{}/payments/count", serve.base);
+    let plain = ["--count-url", count.as_str()];
+    // No fault asked for: no proxy in the way (its twin, `--drop-response`, fills proxy_actions above).
+    let (code, first, _) = load_run(&serve.payments(), &plain);
+    let first = first.unwrap();
+    assert_eq!(first["proxy_actions"], serde_json::json!({}), "{first}");
+    assert_eq!(code, 0);
+    // A second run with the same (default) seed against the same store: new keys, so every operation is a new
+    // payment, not a replay of the first run's.
+    let (_, second, _) = load_run(&serve.payments(), &plain);
+    let second = second.unwrap();
+    assert_ne!(first["run_id"], second["run_id"]);
+    assert_eq!(second["effects"], second["operations"], "{second}");
+    // The twin: one run id twice, and the second run's first keys are the first run's: replays, fewer effects.
+    let fixed = [&plain[..], &["--run-id", "same"]].concat();
+    load_run(&serve.payments(), &fixed);
+    let (_, again, _) = load_run(&serve.payments(), &fixed);
+    let again = again.unwrap();
+    assert!(
+        again["effects"].as_u64() < again["operations"].as_u64(),
+        "{again}"
+    );
+}
+
+#[test]
+fn load_refuses_a_delay_length_without_a_delay() {
+    let (code, _, stderr) = load_run("http://127.0.0.1:9/payments", &["--delay-ms", "5"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--delay-ms: only with --delay"), "{stderr}");
+}
+
+#[test]
+fn proxy_listens_where_asked_on_loopback_only() {
+    let port = retrylab::servers::free_loopback_port().unwrap();
+    let listen = format!("127.0.0.1:{port}");
+    let mut child = Command::new(BIN)
+        .args(["proxy", "http://127.0.0.1:9", "--listen", &listen])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("retrylab proxy starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("the first stdout line");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(line.trim(), format!("listening on http://{listen}"));
+    // The twin: an address off loopback is refused in one line, exit 2.
+    let out = Command::new(BIN)
+        .args(["proxy", "http://127.0.0.1:9", "--listen", "10.0.0.1:80"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a loopback"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }

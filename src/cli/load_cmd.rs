@@ -7,7 +7,6 @@ use retrylab::backoff::{Backoff, RetryAfter, RetryPolicy, Strategy};
 use retrylab::stack::client::ClientConfig;
 use retrylab::stack::http::Url;
 use retrylab::stack::load::{run_load, LoadConfig, RATE_PER_S_MAX};
-use retrylab::stack::proxy::FaultPlan;
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
@@ -26,10 +25,15 @@ pub struct LoadArgs {
     /// How long, in seconds (at most 600).
     #[arg(long, default_value_t = 10)]
     pub duration_s: u64,
-    #[arg(long, default_value = "full-jitter")]
+    /// The backoff between attempts: none, constant, exponential, equal-jitter, full-jitter,
+    /// decorrelated-jitter, decorrelated-capped (the last two also -xG, growth G in 1..=15, e.g.
+    /// decorrelated-jitter-x4).
+    #[arg(long, default_value = "full-jitter", value_name = "STRATEGY")]
     pub strategy: String,
+    /// The backoff's base delay: the first retry's wait (or its upper bound, with jitter), in milliseconds.
     #[arg(long, default_value_t = 10.0)]
     pub base_ms: f64,
+    /// The backoff's cap: no wait between attempts is longer, in milliseconds.
     #[arg(long, default_value_t = 1000.0)]
     pub cap_ms: f64,
     /// Attempts per operation, the first included.
@@ -38,15 +42,23 @@ pub struct LoadArgs {
     /// An operation's whole time budget.
     #[arg(long, default_value_t = 10_000.0)]
     pub deadline_ms: f64,
+    /// One attempt's time limit: the client then gives the attempt up and retries with the same key.
     #[arg(long, default_value_t = 2000)]
     pub attempt_timeout_ms: u64,
     /// The longest Retry-After honoured (longer: give up).
     #[arg(long, default_value_t = 5000.0)]
     pub retry_after_max_ms: f64,
+    /// The header carrying each operation's idempotency key.
     #[arg(long, default_value = "Idempotency-Key")]
     pub key_header: String,
+    /// Seeds the keys' order, the jitter (client N gets SEED+N) and the proxy's faults.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Part of every key (default: from the clock, so a second run against the same store sees new keys, not
+    /// replays of the first run's).
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// The body of every operation's POST.
     #[arg(long, default_value = r#"{"amount":500,"currency":"RUB"}"#)]
     pub body: String,
     /// Through the fault proxy (when any fault is given).
@@ -81,7 +93,7 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
         ));
     }
     let plan = args.faults.plan(args.seed)?;
-    let faults = (plan != FaultPlan::none(args.seed)).then_some(plan);
+    let faults = plan.injects_any().then_some(plan);
     Ok(LoadConfig {
         url,
         count_url,
@@ -104,6 +116,10 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
         },
         body: args.body.clone(),
         faults,
+        run_id: args
+            .run_id
+            .clone()
+            .unwrap_or_else(retrylab::stack::run_id_from_clock),
     })
 }
 
@@ -133,7 +149,12 @@ pub fn run(args: &LoadArgs) -> i32 {
         );
     } else {
         let shown = |value: Option<u64>| value.map_or("-".to_string(), |v| v.to_string());
-        outln!("{} for {:.1} s", report.mode, report.elapsed_s);
+        outln!(
+            "{} for {:.1} s (run {})",
+            report.mode,
+            report.elapsed_s,
+            report.run_id
+        );
         outln!(
             "operations {}  requests {}  succeeded {}  gave up {}  effects {}  duplicates {}",
             report.operations,
@@ -160,10 +181,12 @@ pub fn run(args: &LoadArgs) -> i32 {
             outln!("proxy: {}", actions.join(", "));
         }
     }
-    // Duplicates are the finding: exit 1, as a failed check.
-    if report.duplicates.is_some_and(|d| d > 0) {
-        EXIT_MISMATCH
-    } else {
-        EXIT_OK
+    // Duplicates are the finding, and an outage is one too: exit 1, as a failed check.
+    match report.failure() {
+        Some(why) => {
+            errln!("load failed: {why}");
+            EXIT_MISMATCH
+        }
+        None => EXIT_OK,
     }
 }

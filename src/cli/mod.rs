@@ -28,6 +28,8 @@ mod fault_args;
 #[cfg(feature = "stack")]
 mod graybox_args;
 mod interrupt;
+#[cfg(test)]
+mod help_lines;
 mod json;
 #[cfg(feature = "stack")]
 mod load_cmd;
@@ -201,8 +203,10 @@ pub struct SimulateArgs {
     /// Steps per walk at most.
     #[arg(long, default_value_t = 400)]
     pub max_depth: u32,
+    /// One JSON object per model per line on stdout (`merge` combines the shards' lines).
     #[arg(long)]
     pub json: bool,
+    /// Folder for counterexample traces.
     #[arg(long, default_value = "target/retrylab/traces")]
     pub traces: PathBuf,
     /// Print the timeline of every counterexample (by default only of unexpected verdicts).
@@ -212,6 +216,7 @@ pub struct SimulateArgs {
     /// on: its client, the processes handling its messages, the records they touched).
     #[arg(long)]
     pub full_trace: bool,
+    /// Worker threads (default: all cores). Results do not depend on it: each walk is its seed's.
     #[arg(long)]
     pub threads: Option<usize>,
     /// Stop (as incomplete) before the walks' results held at once could exceed this many MiB. Default: half
@@ -243,6 +248,7 @@ fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 pub struct ReplayArgs {
     /// A trace file written by check or simulate.
     pub trace: PathBuf,
+    /// One JSON object on stdout: model, property, reproduced, steps, trace, violated_at (the step).
     #[arg(long)]
     pub json: bool,
     /// Print a liveness counterexample's every step (by default only the steps the unresolved operation depends

@@ -4,9 +4,10 @@
 use super::{EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
 use retrylab::stack::http::Url;
 use retrylab::stack::probe::{exit_code, run_checks, table, ProbeConfig};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = retrylab::stack::probe::rules::help_text())]
 pub struct ProbeArgs {
     /// The endpoint that takes the idempotent POST, e.g. http://127.0.0.1:8080/payments (loopback only).
     pub url: String,
@@ -14,6 +15,7 @@ pub struct ProbeArgs {
     /// checks judge from responses alone. `retrylab serve`'s is URL/count.
     #[arg(long, value_name = "URL")]
     pub count_url: Option<String>,
+    /// The header carrying the idempotency key.
     #[arg(long, default_value = "Idempotency-Key")]
     pub key_header: String,
     /// The header naming the client; `none`: the API has no client identity (cross-client is n/a).
@@ -22,7 +24,7 @@ pub struct ProbeArgs {
     /// The two client identities, `A,B`.
     #[arg(long, default_value = "probe-a,probe-b")]
     pub clients: String,
-    /// Another header for every request, `NAME:VALUE` (repeatable).
+    /// Another header for every request, `NAME:VALUE` (repeatable), the retries of timeout-then-retry included.
     #[arg(long = "header", value_name = "NAME:VALUE")]
     pub headers: Vec<String>,
     /// The request body, a JSON object.
@@ -52,7 +54,7 @@ pub struct ProbeArgs {
     /// Seeds the retrying client's jitter and the proxy.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Run only this check (repeatable).
+    /// Run only this check (repeatable); the checks are listed below.
     #[arg(long = "check", value_name = "NAME")]
     pub checks: Vec<String>,
     /// One JSON object per check per line: check, result (pass|fail|n/a), evidence, reproduce.
@@ -91,12 +93,10 @@ fn config(args: &ProbeArgs) -> Result<ProbeConfig, String> {
             _ => return Err(format!("--header {header}: expected NAME:VALUE")),
         }
     }
-    let run_id = args.run_id.clone().unwrap_or_else(|| {
-        let nanos = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        format!("{:x}", nanos & 0xffff_ffff_ffff)
-    });
+    let run_id = args
+        .run_id
+        .clone()
+        .unwrap_or_else(retrylab::stack::run_id_from_clock);
     if args.timeout_ms == 0 || args.timeout_ms > 60_000 {
         return Err("--timeout-ms: must be in 1..=60000".into());
     }

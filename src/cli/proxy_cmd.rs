@@ -5,7 +5,7 @@
 
 use super::fault_args::FaultArgs;
 use super::{EXIT_BAD_INPUT, EXIT_OK};
-use retrylab::stack::http::Url;
+use retrylab::stack::http::{loopback_address, Url};
 use retrylab::stack::proxy::Proxy;
 use std::path::PathBuf;
 
@@ -13,6 +13,11 @@ use std::path::PathBuf;
 pub struct ProxyArgs {
     /// The service, e.g. http://127.0.0.1:8080 (loopback only; the path is ignored).
     pub upstream: String,
+    /// Where to listen: a loopback address and port (127.0.0.0/8 or ::1); port 0 picks a free one. The address
+    /// is the first line printed.
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR:PORT")]
+    pub listen: String,
+    /// Seeds the faults: the 1st, 2nd, ... request's fate is a function of the seed alone.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     #[command(flatten)]
@@ -30,6 +35,13 @@ pub fn run(args: &ProxyArgs) -> i32 {
         Ok(url) => url,
         Err(message) => {
             errln!("error: {message}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let listen = match loopback_address(&args.listen) {
+        Ok(address) => address,
+        Err(message) => {
+            errln!("error: --listen {}: {message}", args.listen);
             return EXIT_BAD_INPUT;
         }
     };
@@ -53,9 +65,9 @@ pub fn run(args: &ProxyArgs) -> i32 {
     let record = runtime.block_on(async {
         let shutdown = super::serve_cmd::shutdown_signal()
             .map_err(|e| format!("cannot handle signals: {e}"))?;
-        let proxy = Proxy::start(upstream.address, plan.clone(), &args.key_header)
+        let proxy = Proxy::start_on(listen, upstream.address, plan.clone(), &args.key_header)
             .await
-            .map_err(|e| format!("cannot listen: {e}"))?;
+            .map_err(|e| format!("--listen {}: cannot listen: {e}", args.listen))?;
         outln!("listening on http://{}", proxy.address);
         errln!(
             "proxy to {} with {}; stop with Ctrl-C",

@@ -9,7 +9,9 @@ use retrylab::stack::connection::{Database, Keys};
 use retrylab::stack::crash_at::CrashAt;
 use retrylab::stack::design::Design;
 use retrylab::stack::http::loopback_address;
-use retrylab::stack::service::{prepare, router, serve, ServiceConfig, LEASE_MS_DEFAULT};
+use retrylab::stack::service::{
+    prepare, router, serve, ServiceConfig, LEASE_MS_DEFAULT, LEASE_MS_MAX,
+};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -37,7 +39,7 @@ pub struct ServeArgs {
     /// N-th call named CALL, e.g. commit:2, kv-set).
     #[arg(long, value_name = "STEP")]
     pub crash_at: Option<String>,
-    /// lease-fenced's lease and separate-kv's claim TTL, in milliseconds.
+    /// lease-fenced's lease and separate-kv's claim TTL, in milliseconds (at most a day, 86400000).
     #[arg(long, default_value_t = LEASE_MS_DEFAULT)]
     pub lease_ms: u64,
 }
@@ -88,8 +90,8 @@ fn config(args: &ServeArgs) -> Result<(ServiceConfig, Option<tempfile::TempDir>)
         Some(step) => Some(CrashAt::parse(step).map_err(|e| format!("--crash-at: {e}"))?),
         None => None,
     };
-    if args.lease_ms == 0 {
-        return Err("--lease-ms: must be at least 1".into());
+    if args.lease_ms == 0 || args.lease_ms > LEASE_MS_MAX {
+        return Err(format!("--lease-ms: must be in 1..={LEASE_MS_MAX}"));
     }
     let config = ServiceConfig {
         design,

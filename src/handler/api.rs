@@ -61,6 +61,13 @@ pub struct SetMode {
     pub ttl_ms: Option<u64>,
 }
 
+/// When a key set at `now_ms` with `ttl_ms` expires, as the SQL stores keep it (a signed 64-bit column): a TTL
+/// too long to add is "never" (the largest time), not a wrapped sum in the past that expires the key at once
+/// (`serve --lease-ms 18446744073709551615` once let separate-kv pay twice).
+pub fn expires_at_ms(now_ms: u64, ttl_ms: u64) -> i64 {
+    i64::try_from(now_ms.saturating_add(ttl_ms)).unwrap_or(i64::MAX)
+}
+
 /// A store call that could not be made.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StoreError {

@@ -206,7 +206,7 @@ impl Store for PostgresStore {
     async fn kv_set(&mut self, key: &str, value: &str, mode: SetMode) -> StoreResult<bool> {
         self.expire_kv()?;
         let expires = match mode.ttl_ms {
-            Some(ttl) => Some((self.now()? + ttl) as i64),
+            Some(ttl) => Some(crate::handler::api::expires_at_ms(self.now()?, ttl)),
             None => None,
         };
         let conflict = if mode.if_absent {
@@ -234,7 +234,7 @@ impl Store for PostgresStore {
 
     async fn kv_expire(&mut self, key: &str, ttl_ms: u64) -> StoreResult<bool> {
         self.expire_kv()?;
-        let at = (self.now()? + ttl_ms) as i64;
+        let at = crate::handler::api::expires_at_ms(self.now()?, ttl_ms);
         self.changed(
             "UPDATE handler_kv SET expires_at_ms = $2 WHERE key = $1",
             &[&key, &at],

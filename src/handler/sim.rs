@@ -224,7 +224,7 @@ impl Committed {
             Call::KvDel { key } => Answer::Flag(self.kv.remove(key).is_some()),
             Call::KvExpire { key, ttl_ms } => match self.kv.get_mut(key) {
                 Some((_, expiry)) => {
-                    *expiry = Some(now + ttl_ms);
+                    *expiry = Some(now.saturating_add(*ttl_ms));
                     Answer::Flag(true)
                 }
                 None => Answer::Flag(false),
@@ -252,7 +252,7 @@ impl Committed {
         if mode.if_absent && self.kv.contains_key(key) {
             return false;
         }
-        let expiry = mode.ttl_ms.map(|ttl| self.now_ms + ttl);
+        let expiry = mode.ttl_ms.map(|ttl| self.now_ms.saturating_add(ttl));
         self.kv.insert(key.to_string(), (value.to_string(), expiry));
         true
     }

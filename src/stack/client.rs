@@ -63,6 +63,8 @@ impl Outcome {
 pub struct RetryingClient {
     http: reqwest::Client,
     config: ClientConfig,
+    /// Sent with every attempt (an API's authentication, say), before the key and the client headers.
+    headers: Vec<(String, String)>,
     keys: Mutex<ChaCha8Rng>,
     jitter: Mutex<ChaCha8Rng>,
 }
@@ -86,6 +88,7 @@ impl RetryingClient {
             .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
         Ok(RetryingClient {
             http,
+            headers: Vec::new(),
             keys: Mutex::new(ChaCha8Rng::seed_from_u64(config.seed)),
             // Another stream of the same seed: keys and delays do not shift each other.
             jitter: Mutex::new(ChaCha8Rng::seed_from_u64(
@@ -93,6 +96,12 @@ impl RetryingClient {
             )),
             config,
         })
+    }
+
+    /// The client with `headers` on every attempt.
+    pub fn with_headers(mut self, headers: Vec<(String, String)>) -> RetryingClient {
+        self.headers = headers;
+        self
     }
 
     /// A new logical operation, with its key (made now, once).
@@ -105,9 +114,11 @@ impl RetryingClient {
     }
 
     async fn attempt(&self, url: &Url, operation: &Operation) -> (Attempt, Option<(u16, String)>) {
-        let mut request = self
-            .http
-            .post(url.to_text())
+        let mut request = self.http.post(url.to_text());
+        for (name, value) in &self.headers {
+            request = request.header(name, value);
+        }
+        request = request
             .header(&self.config.key_header, &operation.key)
             .header("content-type", "application/json")
             .body(operation.body.clone());

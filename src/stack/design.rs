@@ -95,3 +95,86 @@ impl Design {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::handler::Clock;
+    use crate::stack::connection::{Connection, Database, Keys};
+
+    /// A fresh SQLite store at 1 s past the epoch, its clock, and the directory that holds it.
+    fn store() -> (Connection, Clock, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let database = Database::Sqlite(dir.path().join("payments.sqlite"));
+        database.create().unwrap();
+        let clock = Clock::default();
+        clock.set_ms(1_000);
+        let connection =
+            Connection::open(&database, &Keys::SameDatabase, clock.clone(), None).unwrap();
+        (connection, clock, dir)
+    }
+
+    fn send(design: Design, store: &mut Connection, body: &str, lease_ms: u64) -> Reply {
+        store.new_request();
+        let request = Request {
+            client: "c1".into(),
+            key: "k1".into(),
+            body: body.into(),
+        };
+        design.reply(store, &request, lease_ms)
+    }
+
+    #[test]
+    fn two_different_bodies_that_are_not_json_are_not_the_same_request() {
+        let (mut store, _clock, _dir) = store();
+        let first = send(Design::Article, &mut store, "amount=500", 300);
+        assert_eq!(first.status, 201);
+        let changed = send(Design::Article, &mut store, "amount=900", 300);
+        assert_eq!(
+            changed.status, 422,
+            "another body under the key: {changed:?}"
+        );
+        // The twin: the same bytes again are the same request, replayed.
+        let again = send(Design::Article, &mut store, "amount=500", 300);
+        assert_eq!((again.status, again.body), (200, first.body));
+    }
+
+    /// Claims the key `k` for `.0` ms if it is free: 201 claimed, 409 held by an earlier claim.
+    struct Claim(u64);
+
+    impl crate::handler::Handler for Claim {
+        async fn handle<S: Store>(&self, db: &mut S, _request: &Request) -> Reply {
+            let mode = crate::handler::SetMode {
+                if_absent: true,
+                ttl_ms: Some(self.0),
+            };
+            match db.kv_set("k", "in_progress", mode).await {
+                Ok(true) => Reply::new(201, "{}"),
+                Ok(false) => Reply::new(409, "{}"),
+                Err(_) => Reply::new(500, "{}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_claim_ttl_too_long_to_add_never_expires_rather_than_at_once() {
+        // separate-kv's claim with `serve --lease-ms 18446744073709551615` once wrapped to a time in the past:
+        // the claim expired at once and a concurrent request with the key paid again. The twin: a TTL that
+        // does run out frees the key, so the test tells "never expires" from "expired".
+        for (ttl_ms, second) in [(u64::MAX, 409), (i64::MAX as u64, 409), (5, 201)] {
+            let (mut store, clock, _dir) = store();
+            let request = Request {
+                client: "c1".into(),
+                key: "k1".into(),
+                body: "{}".into(),
+            };
+            assert_eq!(
+                run_to_reply(&Claim(ttl_ms), &mut store, &request).status,
+                201
+            );
+            clock.set_ms(1_000 + 60_000);
+            let again = run_to_reply(&Claim(ttl_ms), &mut store, &request);
+            assert_eq!(again.status, second, "TTL {ttl_ms} ms, a minute later");
+        }
+    }
+}

@@ -141,8 +141,7 @@ pub async fn exchange(
         let mut stream = TcpStream::connect(url.address)
             .await
             .map_err(|error| HttpError::Connect(url.address, error))?;
-        stream.write_all(&request.encode(&url.authority)).await?;
-        read_response(&mut stream).await
+        write_then_read(&mut stream, &request.encode(&url.authority)).await
     };
     tokio::time::timeout(timeout, run)
         .await
@@ -151,27 +150,92 @@ pub async fn exchange(
 
 /// Read bytes until `EOF` or the bound.
 pub async fn read_to_end(stream: &mut TcpStream) -> Result<Vec<u8>, HttpError> {
+    match read_until_closed(stream).await {
+        (bytes, None) => Ok(bytes),
+        (_, Some(error)) => Err(error),
+    }
+}
+
+/// Read bytes until `EOF`, an error or the bound: what was read, and the error if one ended it. The bytes are
+/// kept when a reset ends the read: a server that answers and closes without reading the rest of the request
+/// makes its kernel send a reset after the answer, and the answer is whole.
+async fn read_until_closed(stream: &mut TcpStream) -> (Vec<u8>, Option<HttpError>) {
     let mut bytes = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
-        let read = stream.read(&mut chunk).await?;
+        let read = match stream.read(&mut chunk).await {
+            Ok(read) => read,
+            Err(error) => return (bytes, Some(HttpError::Io(error))),
+        };
         if read == 0 {
-            return Ok(bytes);
+            return (bytes, None);
         }
         bytes.extend_from_slice(&chunk[..read]);
         if bytes.len() > MESSAGE_BYTES_MAX {
-            return Err(HttpError::Malformed("message too large".into()));
+            return (
+                bytes,
+                Some(HttpError::Malformed("message too large".into())),
+            );
         }
     }
 }
 
-/// A response read to the end of its connection (`Connection: close`).
-pub async fn read_response(stream: &mut TcpStream) -> Result<HttpResponse, HttpError> {
-    let bytes = read_to_end(stream).await?;
-    if bytes.is_empty() {
-        return Err(HttpError::Closed);
+/// A response's bytes read to the end of its connection (`Connection: close`). A response that is whole by its
+/// own framing (`Content-Length` or the last chunk) counts even when a reset ended the read; one delimited only
+/// by the close does not (a reset may have cut it short).
+pub async fn read_response_bytes(stream: &mut TcpStream) -> Result<Vec<u8>, HttpError> {
+    match read_until_closed(stream).await {
+        (bytes, None) if bytes.is_empty() => Err(HttpError::Closed),
+        (bytes, None) => Ok(bytes),
+        (bytes, Some(error)) => match parse_framed_response(&bytes) {
+            Some(_) => Ok(bytes),
+            None => Err(error),
+        },
     }
-    parse_response(&bytes)
+}
+
+/// A response read to the end of its connection, as `read_response_bytes` reads it.
+pub async fn read_response(stream: &mut TcpStream) -> Result<HttpResponse, HttpError> {
+    parse_response(&read_response_bytes(stream).await?)
+}
+
+/// Write `bytes` (a request, or its rest), then read the response's bytes. A failed write does not discard the
+/// response: a server may answer as soon as it has the headers (a 409 for a key in flight) and close, and the
+/// write of the request's last bytes then meets a closed socket while the whole answer is already here. Only
+/// when no whole response came is the write's error the result.
+pub async fn write_then_read_bytes(
+    stream: &mut TcpStream,
+    bytes: &[u8],
+) -> Result<Vec<u8>, HttpError> {
+    let written = stream.write_all(bytes).await;
+    let response = read_response_bytes(stream).await;
+    match (response, written) {
+        (Ok(response), _) => Ok(response),
+        (Err(_), Err(write)) => Err(HttpError::Io(write)),
+        (Err(read), Ok(())) => Err(read),
+    }
+}
+
+/// `write_then_read_bytes`, parsed.
+pub async fn write_then_read(
+    stream: &mut TcpStream,
+    bytes: &[u8],
+) -> Result<HttpResponse, HttpError> {
+    parse_response(&write_then_read_bytes(stream, bytes).await?)
+}
+
+/// A response whose framing says it is whole: a `Content-Length` body fully read, or a chunked body up to its
+/// last chunk, or a status that has no body (1xx, 204, 304).
+fn parse_framed_response(bytes: &[u8]) -> Option<HttpResponse> {
+    let response = parse_response(bytes).ok()?;
+    let framed = response.header("content-length").is_some()
+        || response
+            .header("transfer-encoding")
+            .is_some_and(|te| te.eq_ignore_ascii_case("chunked"))
+        || response.status < 200
+        || response.status == 204
+        || response.status == 304;
+    framed.then_some(response)
 }
 
 /// Split a message at its blank line: the head's lines and the rest.

@@ -1,9 +1,10 @@
 //! `retrylab load`: retrying clients (`client`) against a service for a bounded time, optionally through the
 //! fault proxy, closed-loop (each client starts its next operation when the last one ends) or open-loop (new
 //! operations at a fixed rate, in flight at most `IN_FLIGHT_MAX`). Reports requests, operations, successes,
-//! duplicates (effects counted by the count endpoint beyond one per operation) and latency percentiles.
+//! duplicates (effects counted by the count endpoint beyond one per operation) and latency percentiles; a
+//! duplicate, or most operations giving up, is a failure (`LoadReport::failure`). Keys carry the run's id.
 
-use super::client::{ClientConfig, Outcome, RetryingClient};
+use super::client::{ClientConfig, Operation, Outcome, RetryingClient};
 use super::http::{exchange, HttpRequest, Url};
 use super::proxy::{FaultPlan, Proxy};
 use serde::Serialize;
@@ -52,11 +53,15 @@ pub struct LoadConfig {
     pub body: String,
     /// Through the fault proxy with this plan (None: straight to the service).
     pub faults: Option<FaultPlan>,
+    /// In every key (`RUN-op-...`): runs against one store do not share keys, while the seed still fixes the
+    /// keys' order and the jitter (`crate::stack::run_id_from_clock` by default).
+    pub run_id: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
 pub struct LoadReport {
     pub mode: String,
+    pub run_id: String,
     pub elapsed_s: f64,
     pub operations: u64,
     /// HTTP attempts the clients made.
@@ -76,6 +81,35 @@ pub struct LoadReport {
     pub proxy_actions: BTreeMap<String, u64>,
     /// Open loop: ticks skipped because `IN_FLIGHT_MAX` operations were in flight.
     pub skipped: u64,
+}
+
+impl LoadReport {
+    /// Why the run is a failure (exit 1), if it is: a duplicate execution, or a service that did not serve most
+    /// operations (an outage is a finding, not a quiet "succeeded 0").
+    pub fn failure(&self) -> Option<String> {
+        if let Some(duplicates) = self.duplicates.filter(|&d| d > 0) {
+            return Some(format!(
+                "{duplicates} duplicate execution(s): effects beyond one per operation"
+            ));
+        }
+        if self.operations == 0 {
+            return Some("no operation finished within the run".into());
+        }
+        if self.gave_up * 2 > self.operations {
+            return Some(format!(
+                "{} of {} operations gave up: the service is unreachable or failing",
+                self.gave_up, self.operations
+            ));
+        }
+        None
+    }
+}
+
+/// A new operation of `client`, its key prefixed with the run's id.
+fn operation(client: &RetryingClient, run_id: &str, body: &str) -> Operation {
+    let mut operation = client.operation(body);
+    operation.key = format!("{run_id}-{}", operation.key);
+    operation
 }
 
 async fn count(url: &Option<Url>) -> Result<Option<u64>, String> {
@@ -150,6 +184,7 @@ pub async fn run_load(config: &LoadConfig) -> Result<LoadReport, String> {
         .map(|proxy| proxy.action_counts())
         .unwrap_or_default();
     Ok(LoadReport {
+        run_id: config.run_id.clone(),
         mode: match config.rate_per_s {
             None => format!("closed loop, {} clients", config.clients),
             Some(rate) => format!("open loop, {rate} operations/s"),
@@ -179,11 +214,11 @@ async fn closed_loop(
     let mut tasks = Vec::new();
     for index in 0..config.clients {
         let client = client_for(config, index as u64)?;
-        let (target, body) = (target.clone(), config.body.clone());
+        let (target, body, run_id) = (target.clone(), config.body.clone(), config.run_id.clone());
         tasks.push(tokio::spawn(async move {
             let mut outcomes = Vec::new();
             while Instant::now() < deadline {
-                let operation = client.operation(&body);
+                let operation = operation(&client, &run_id, &body);
                 outcomes.push(Done::of(&client.send(&target, &operation).await));
             }
             outcomes
@@ -223,8 +258,9 @@ async fn open_loop(
             continue;
         }
         let (client, target, body) = (client.clone(), target.clone(), config.body.clone());
+        let run_id = config.run_id.clone();
         tasks.spawn(async move {
-            let operation = client.operation(&body);
+            let operation = operation(&client, &run_id, &body);
             Done::of(&client.send(&target, &operation).await)
         });
     }

@@ -20,3 +20,13 @@ pub mod proxy;
 pub mod redis_kv;
 pub mod server;
 pub mod service;
+
+/// A run's id from the wall clock (nanoseconds, 48 bits in hex), for the keys of `retrylab probe` and `retrylab
+/// load`: two runs against one store must not share keys, or the second run's requests are replays of the
+/// first's and hide its duplicates. Only the default: `--run-id` fixes it, and the seed keeps the schedule.
+pub fn run_id_from_clock() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos());
+    format!("{:x}", nanos & 0xffff_ffff_ffff)
+}

@@ -10,7 +10,9 @@
 //! record keeps `RECORD_EVENTS_MAX` events, the first `RECORD_BODIES_MAX` with a sample of the upstream's body
 //! (`BODY_SAMPLE_BYTES`), and counts every action whatever it keeps.
 
-use super::http::{read_request, read_to_end, request_header, with_connection_close, HttpError};
+use super::http::{
+    read_request, request_header, with_connection_close, write_then_read_bytes, HttpError,
+};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -130,6 +132,13 @@ impl FaultPlan {
             delay: Fault::OFF,
             delay_ms: 0,
         }
+    }
+
+    /// Whether any fault can fire (a ratio above 0 with budget left): otherwise a proxy would only forward.
+    pub fn injects_any(&self) -> bool {
+        [self.reset, self.drop_response, self.duplicate, self.delay]
+            .iter()
+            .any(|fault| fault.ratio.num > 0 && fault.budget != Some(0))
     }
 }
 
@@ -257,11 +266,22 @@ impl Proxy {
         plan: FaultPlan,
         key_header: &str,
     ) -> std::io::Result<Proxy> {
+        let any_port = SocketAddr::from(([127, 0, 0, 1], 0));
+        Proxy::start_on(any_port, upstream, plan, key_header).await
+    }
+
+    /// Listen on `listen` (a loopback address; port 0: a free one) in front of `upstream` (loopback too).
+    pub async fn start_on(
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        plan: FaultPlan,
+        key_header: &str,
+    ) -> std::io::Result<Proxy> {
         assert!(
-            upstream.ip().is_loopback(),
-            "the proxy forwards to loopback only"
+            upstream.ip().is_loopback() && listen.ip().is_loopback(),
+            "the proxy listens and forwards on loopback only"
         );
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let listener = TcpListener::bind(listen).await?;
         let address = listener.local_addr()?;
         let shared = Arc::new(Shared {
             upstream,
@@ -331,8 +351,8 @@ async fn forward(upstream: SocketAddr, request: &[u8]) -> Result<Vec<u8>, HttpEr
         let mut stream = TcpStream::connect(upstream)
             .await
             .map_err(|error| HttpError::Connect(upstream, error))?;
-        stream.write_all(&with_connection_close(request)).await?;
-        read_to_end(&mut stream).await
+        // An upstream that answers before reading the whole request and closes still has its answer forwarded.
+        write_then_read_bytes(&mut stream, &with_connection_close(request)).await
     };
     tokio::time::timeout(UPSTREAM_TIMEOUT, exchange)
         .await

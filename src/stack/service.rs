@@ -35,6 +35,9 @@ pub struct ServiceConfig {
 
 /// The default lease: the catalogue's (`handler::designs::common::LEASE_MS`).
 pub const LEASE_MS_DEFAULT: u64 = crate::handler::designs::common::LEASE_MS;
+/// The longest lease or claim TTL `serve` takes (a day): a claim held longer is a key stuck for good, and the
+/// stores add it to the clock.
+pub const LEASE_MS_MAX: u64 = 86_400_000;
 /// Idle connections kept for reuse at most.
 const POOL_IDLE_MAX: usize = 64;
 /// Connections opened before the first request: a real service starts with a warm pool, and a burst of
@@ -173,6 +176,17 @@ fn header(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// A payment is a JSON object. Anything else is refused with 400 (malformed), before any key is claimed: the
+/// designs fingerprint the parsed JSON, and 422 is what a client reads as "this key was used with another
+/// body" (the draft's Error Scenarios), which a body that is not JSON at all is not.
+pub fn payment_body(body: &str) -> Result<(), String> {
+    match serde_json::from_str::<serde_json::Value>(body) {
+        Ok(serde_json::Value::Object(_)) => Ok(()),
+        Ok(_) => Err("the body must be a JSON object (a payment)".into()),
+        Err(error) => Err(format!("the body is not JSON: {error}")),
+    }
+}
+
 async fn create_payment(
     State(service): State<Arc<Service>>,
     headers: HeaderMap,
@@ -185,6 +199,9 @@ async fn create_payment(
     let Ok(body) = String::from_utf8(body.to_vec()) else {
         return error(400, "the body is not UTF-8");
     };
+    if let Err(why) = payment_body(&body) {
+        return error(400, &why);
+    }
     let client =
         header(&headers, &service.config.client_header).unwrap_or_else(|| "anonymous".to_string());
     let request = Request { client, key, body };

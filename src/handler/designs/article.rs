@@ -180,10 +180,17 @@ pub enum ClaimOutcome {
     Answered(Reply),
 }
 
-/// The request's body fingerprint under the knobs' policy, as stored in records.
+/// The request's body fingerprint under the knobs' policy, as stored in records. A body that is not JSON has no
+/// normal form: it is fingerprinted by its bytes, so two different ones never share a fingerprint (parsed as
+/// `null`, every such body once looked the same and a changed one was replayed).
 pub fn fingerprint_of(request: &Request, knobs: &ArticleKnobs) -> String {
-    let parsed: Value = serde_json::from_str(&request.body).unwrap_or(Value::Null);
-    protocol::fingerprint(knobs.protocol.fingerprint, request.body.as_bytes(), &parsed).to_hex()
+    let parsed = serde_json::from_str::<Value>(&request.body).ok();
+    let policy = match (&parsed, knobs.protocol.fingerprint) {
+        (None, protocol::FingerprintPolicy::Normalized) => protocol::FingerprintPolicy::Raw,
+        (_, policy) => policy,
+    };
+    let parsed = parsed.unwrap_or(Value::Null);
+    protocol::fingerprint(policy, request.body.as_bytes(), &parsed).to_hex()
 }
 
 /// The owner's response, stored with the completion and replayed by later requests.

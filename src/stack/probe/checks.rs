@@ -1,17 +1,17 @@
 //! The probe's checks, one function each: requests, then a verdict with its evidence and reproduction.
 
+use super::concurrent::concurrent_same_key;
 use super::curl;
+use super::evidence::{one_line, shown};
+use super::rules::expectation;
 use super::{ok, CheckResult, ProbeConfig, ProbeError, Verdict, CHECK_NAMES};
 use crate::backoff::{Backoff, RetryAfter, RetryPolicy, Strategy};
 use crate::stack::client::{ClientConfig, Operation, RetryingClient};
 use crate::stack::http::{HttpError, HttpResponse, Url};
 use crate::stack::proxy::{Action, Fault, FaultPlan, Proxy};
 use serde_json::Value;
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
-use tokio::sync::Barrier;
 
 /// Run the checks (all, or `config.only`), in `CHECK_NAMES` order. An unreachable API is an error (exit 2),
 /// found before any check.
@@ -44,6 +44,12 @@ pub async fn run_checks(config: &ProbeConfig) -> Result<Vec<CheckResult>, ProbeE
         } else {
             steps
         };
+        // A failure says what a conforming API does and where the draft says so.
+        let evidence = if result == Verdict::Fail {
+            with_expectation(evidence, name)
+        } else {
+            evidence
+        };
         results.push(CheckResult {
             check: name.to_string(),
             result,
@@ -64,6 +70,16 @@ fn verdict(pass: bool) -> Verdict {
     }
 }
 
+/// The evidence with the check's expectation and the draft's rule, unless it already has them.
+fn with_expectation(evidence: String, check: &str) -> String {
+    let expected = expectation(check);
+    if expected.is_empty() || evidence.contains(&expected) {
+        evidence
+    } else {
+        format!("{evidence}; {expected}")
+    }
+}
+
 /// The count's change, as evidence ("count +1") and whether it is `expected` (true without a count endpoint).
 fn delta(before: Option<u64>, after: Option<u64>, expected: i64) -> (String, bool) {
     match (before, after) {
@@ -73,134 +89,6 @@ fn delta(before: Option<u64>, after: Option<u64>, expected: i64) -> (String, boo
         }
         _ => (String::new(), true),
     }
-}
-
-/// A response or the reason there was none, for evidence.
-fn shown(response: &Result<HttpResponse, HttpError>) -> String {
-    match response {
-        Ok(r) => format!("{} {}", r.status, r.body.trim()),
-        Err(error) => format!("no response ({error})"),
-    }
-}
-
-/// Statuses with how often each came, in status order ("201 x1, 409 x19").
-fn tally(statuses: &[String]) -> String {
-    let mut sorted = statuses.to_vec();
-    sorted.sort();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let same = sorted[i..].iter().take_while(|s| **s == sorted[i]).count();
-        parts.push(format!("{} x{same}", sorted[i]));
-        i += same;
-    }
-    parts.join(", ")
-}
-
-/// One round of N requests with one key on N open connections: every byte but the last written first, then
-/// all released by one barrier, so the server gets them within microseconds of each other.
-async fn concurrent_round(config: &ProbeConfig, key: &str) -> Vec<Result<HttpResponse, HttpError>> {
-    let request = config
-        .post(Some(key), Some(&config.clients[0]), &config.body)
-        .encode(&config.url.authority);
-    let barrier = Arc::new(Barrier::new(config.concurrency));
-    let mut tasks = Vec::new();
-    for _ in 0..config.concurrency {
-        let (request, barrier, address, timeout) = (
-            request.clone(),
-            barrier.clone(),
-            config.url.address,
-            config.timeout,
-        );
-        tasks.push(tokio::spawn(async move {
-            let connected = TcpStream::connect(address).await;
-            let sent = async {
-                let mut stream = connected.map_err(|e| HttpError::Connect(address, e))?;
-                stream.set_nodelay(true)?;
-                let (head, last) = request.split_at(request.len() - 1);
-                stream.write_all(head).await?;
-                Ok::<_, HttpError>((stream, last.to_vec()))
-            }
-            .await;
-            // Every task reaches the barrier, connected or not, so none waits forever.
-            barrier.wait().await;
-            let (mut stream, last) = sent?;
-            let exchange = async {
-                stream.write_all(&last).await?;
-                crate::stack::http::read_response(&mut stream).await
-            };
-            tokio::time::timeout(timeout, exchange)
-                .await
-                .map_err(|_| HttpError::Timeout(timeout))?
-        }));
-    }
-    let mut responses = Vec::new();
-    for task in tasks {
-        responses.push(task.await.unwrap_or(Err(HttpError::Closed)));
-    }
-    responses
-}
-
-async fn concurrent_same_key(config: &ProbeConfig) -> Checked {
-    let n = config.concurrency;
-    let mut evidence = Vec::new();
-    let mut pass = true;
-    for round in 1..=config.rounds {
-        let key = config.key(&format!("concurrent-{round}"));
-        let before = config.count().await?;
-        let responses = concurrent_round(config, &key).await;
-        let after = config.count().await?;
-        let statuses: Vec<String> = responses
-            .iter()
-            .map(|r| {
-                r.as_ref()
-                    .map_or("none".to_string(), |r| r.status.to_string())
-            })
-            .collect();
-        let mut executed: Vec<&str> = responses
-            .iter()
-            .flatten()
-            .filter(|r| ok(r.status))
-            .map(|r| r.body.as_str())
-            .collect();
-        executed.sort();
-        executed.dedup();
-        let others_wait = responses.iter().all(|r| {
-            r.as_ref()
-                .is_ok_and(|r| ok(r.status) || r.status == 409 || r.status == 429)
-        });
-        let (count_text, count_ok) = delta(before, after, 1);
-        let round_pass = executed.len() == 1 && others_wait && count_ok;
-        pass &= round_pass;
-        evidence.push(format!(
-            "{n} concurrent requests with one key: {} different success bodies ({}){count_text}",
-            executed.len(),
-            tally(&statuses)
-        ));
-        if !round_pass {
-            break;
-        }
-    }
-    // curl cannot hold its last byte back: bursts of background curls overlap less than the probe's (against
-    // select-then-insert on SQLite, 10 bursts gave 13 payments for 10 keys, 3 gave none extra), so the sequence
-    // repeats the burst, each with a fresh key, at least ten times.
-    let burst = format!(
-        "for round in $(seq {}); do {}; for i in $(seq {n}); do {} & done; wait; done",
-        config.rounds.max(10),
-        curl::fresh_key(),
-        curl::post(config, Some("$KEY"), Some(&config.clients[0]), &config.body)
-    );
-    let text = evidence.join("; then ");
-    let expectation = if pass {
-        ""
-    } else {
-        "; expected exactly one execution, the others 409 or its replay"
-    };
-    Ok((
-        verdict(pass),
-        format!("{text}{expectation}"),
-        curl::sequence(config, false, vec![burst]),
-    ))
 }
 
 async fn replay_after_completion(config: &ProbeConfig) -> Checked {
@@ -270,28 +158,15 @@ async fn changed_body(config: &ProbeConfig) -> Checked {
     let different = config.send(&config.post(Some(&key), client, &other)).await;
     let after = config.count().await?;
     let (count_text, count_ok) = delta(before, after, 1);
-    let (replayed, refused) = match (&first, &again, &different) {
-        (Ok(a), Ok(b), Ok(c)) => (
-            ok(a.status) && ok(b.status) && b.body == a.body,
-            c.status == config.changed_body_status,
-        ),
-        _ => (false, false),
-    };
-    let mut problems = Vec::new();
-    if !replayed {
-        problems.push("the same JSON re-serialised was not replayed");
-    }
-    if !refused {
-        problems.push("the changed body was not refused");
-    }
+    let declared = config.changed_body_status;
+    let judged = judge_changed_body(&first, &again, &different, declared);
     let evidence = format!(
         "first: {}; same key, same JSON re-serialised ({same}): {}; same key, changed body ({other}): {} \
-         (expected {}){count_text}{}",
+         (expected {declared}){count_text}{}",
         shown(&first),
         shown(&again),
         shown(&different),
-        config.changed_body_status,
-        if problems.is_empty() { String::new() } else { format!(": {}", problems.join("; ")) }
+        judged.remark
     );
     let steps = vec![
         curl::post(config, Some("$KEY"), client, &config.body),
@@ -299,10 +174,62 @@ async fn changed_body(config: &ProbeConfig) -> Checked {
         curl::post(config, Some("$KEY"), client, &other),
     ];
     Ok((
-        verdict(replayed && refused && count_ok),
+        verdict(judged.pass && count_ok),
         evidence,
         curl::sequence(config, true, steps),
     ))
+}
+
+/// changed-body's verdict on its three responses (the count aside), and the remark that explains it.
+pub struct ChangedBody {
+    pub pass: bool,
+    /// "", ": the changed body was not refused", or "; note: ..." for a byte-level fingerprint.
+    pub remark: String,
+}
+
+/// The first request must succeed and the changed body be refused with `declared`. The same JSON with its keys
+/// reordered should be replayed; refused with `declared` it shows a fingerprint of the body's bytes, which the
+/// draft allows (Idempotency Fingerprint: "checksum of the entire request payload"): a note, not a failure.
+pub fn judge_changed_body(
+    first: &Result<HttpResponse, HttpError>,
+    again: &Result<HttpResponse, HttpError>,
+    different: &Result<HttpResponse, HttpError>,
+    declared: u16,
+) -> ChangedBody {
+    let (Ok(a), Ok(b), Ok(c)) = (first, again, different) else {
+        return ChangedBody {
+            pass: false,
+            remark: ": a request got no answer".into(),
+        };
+    };
+    let replayed = ok(b.status) && b.body == a.body;
+    let bytes_fingerprint = b.status == declared;
+    let mut problems = Vec::new();
+    if !ok(a.status) {
+        problems.push("the first request did not succeed");
+    }
+    if !replayed && !bytes_fingerprint {
+        problems.push("the same JSON re-serialised was neither replayed nor refused as changed");
+    }
+    if c.status != declared {
+        problems.push("the changed body was not refused");
+    }
+    let mut remark = if problems.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", problems.join("; "))
+    };
+    if bytes_fingerprint && !replayed {
+        remark.push_str(&format!(
+            "; note: the same JSON with its keys reordered was refused like a changed body ({declared}): this \
+             API fingerprints the body's bytes, which the draft allows (Idempotency Fingerprint); its clients \
+             must resend the exact bytes"
+        ));
+    }
+    ChangedBody {
+        pass: problems.is_empty(),
+        remark,
+    }
 }
 
 async fn missing_key(config: &ProbeConfig) -> Checked {
@@ -346,16 +273,8 @@ async fn cross_client(config: &ProbeConfig) -> Checked {
         .await;
     let after = config.count().await?;
     let (count_text, count_ok) = delta(before, after, 2);
-    let (pass, why) = match (&first, &second) {
-        (Ok(ra), Ok(rb)) if ok(ra.status) && ok(rb.status) && rb.body == ra.body => {
-            (false, format!(": {b} got {a}'s response"))
-        }
-        (Ok(ra), Ok(rb)) if ok(ra.status) && !ok(rb.status) => {
-            (false, format!(": {b} was refused over {a}'s key"))
-        }
-        (Ok(ra), Ok(rb)) if ok(ra.status) && ok(rb.status) => (count_ok, String::new()),
-        _ => (false, ": no success to compare".into()),
-    };
+    let (pass, why) = judge_cross_client(&first, &second, a, b);
+    let pass = pass && count_ok;
     let evidence = format!(
         "{header} {a}: {}; {header} {b}, the same key: {}{count_text}{why}",
         shown(&first),
@@ -368,7 +287,43 @@ async fn cross_client(config: &ProbeConfig) -> Checked {
     Ok((verdict(pass), evidence, curl::sequence(config, true, steps)))
 }
 
+/// cross-client's verdict on A's and B's responses (the count aside), with what happened named. B getting A's
+/// stored response is a leak whatever its status (a 409 carrying A's payment leaks it as surely as a 200); B
+/// refused without A's response is a key scoped globally rather than per client.
+pub fn judge_cross_client(
+    first: &Result<HttpResponse, HttpError>,
+    second: &Result<HttpResponse, HttpError>,
+    a: &str,
+    b: &str,
+) -> (bool, String) {
+    let (Ok(ra), Ok(rb)) = (first, second) else {
+        return (false, ": a request got no answer".into());
+    };
+    if !ok(ra.status) {
+        return (false, format!(": {a}'s request did not succeed"));
+    }
+    let stored = ra.body.trim();
+    let leaked = rb.body.trim() == stored || (stored.len() > 2 && rb.body.contains(stored));
+    if leaked {
+        return (
+            false,
+            format!(": {a}'s stored response leaked to {b} (in a {})", rb.status),
+        );
+    }
+    if !ok(rb.status) {
+        return (
+            false,
+            format!(
+                ": {b} was refused ({}) over {a}'s key: the key is not scoped per client",
+                rb.status
+            ),
+        );
+    }
+    (true, String::new())
+}
+
 /// The client of timeout-then-retry: four attempts, full jitter from 50 ms, Retry-After honoured up to 5 s.
+/// It sends every `--header` too: an API that authenticates would otherwise see the retry as anonymous.
 fn probe_client(config: &ProbeConfig) -> Result<RetryingClient, ProbeError> {
     let backoff = Backoff::new(Strategy::FullJitter, 50.0, 1000.0)
         .map_err(|e| ProbeError::BadInput(e.to_string()))?;
@@ -389,6 +344,7 @@ fn probe_client(config: &ProbeConfig) -> Result<RetryingClient, ProbeError> {
             .map(|h| (h, config.clients[0].clone())),
         seed: config.seed,
     })
+    .map(|client| client.with_headers(config.headers.clone()))
     .map_err(ProbeError::BadInput)
 }
 
@@ -415,35 +371,29 @@ async fn timeout_then_retry(config: &ProbeConfig) -> Checked {
     let after = config.count().await?;
     let record = proxy.record();
     let dropped = record.first().filter(|e| e.action == Action::DropResponse);
-    let dropped_text = dropped.map_or("nothing dropped".to_string(), |e| {
-        format!(
-            "{} {}",
-            e.upstream_statuses
-                .first()
-                .map_or("none".into(), |s| s.to_string()),
-            e.upstream_body.as_deref().unwrap_or("").trim()
-        )
+    let stored = dropped.and_then(|e| {
+        let status = *e.upstream_statuses.first()?;
+        Some((status, e.upstream_body.clone()?))
     });
+    let dropped_text = stored
+        .as_ref()
+        .map_or("nothing dropped".to_string(), |(s, b)| {
+            format!("{s} {}", one_line(b))
+        });
     let (count_text, count_ok) = delta(before, after, 1);
     let last = outcome
         .response
         .as_ref()
-        .map_or("no response".to_string(), |(s, b)| {
-            format!("{s} {}", b.trim())
+        .map_or("no answer".to_string(), |(s, b)| {
+            format!("{s} {}", one_line(b))
         });
-    let same_effect = match (
-        dropped.and_then(|e| e.upstream_body.as_deref()),
-        &outcome.response,
-    ) {
-        (Some(lost), Some((status, body))) => ok(*status) && body == lost,
-        _ => false,
-    };
-    let pass = outcome.succeeded() && same_effect && count_ok;
+    let got = outcome.response.as_ref().map(|(s, b)| (*s, b.as_str()));
+    let (same, why) = judge_retry(stored.as_ref().map(|(s, b)| (*s, b.as_str())), got);
+    let pass = same && count_ok;
     let evidence = format!(
         "the proxy dropped the first response after the server answered {dropped_text}; the client retried \
-         with the same key ({} attempts) and got {last}{count_text}{}",
+         with the same key ({} attempts) and got {last}{count_text}{why}",
         outcome.attempts.len(),
-        if pass { "" } else { ": the retry was not the same execution" }
     );
     let step = curl::post(config, Some("$KEY"), Some(&config.clients[0]), &config.body);
     let steps = vec![
@@ -451,6 +401,39 @@ async fn timeout_then_retry(config: &ProbeConfig) -> Checked {
         step,
     ];
     Ok((verdict(pass), evidence, curl::sequence(config, true, steps)))
+}
+
+/// timeout-then-retry's verdict on the stored (dropped) response and what the retry finally got, with what
+/// happened named: the same body in another status is a status that differs from the stored one, not a second
+/// execution; another success body is a second execution.
+pub fn judge_retry(stored: Option<(u16, &str)>, got: Option<(u16, &str)>) -> (bool, String) {
+    let Some((stored_status, stored_body)) = stored else {
+        return (
+            false,
+            ": the server did not answer the first request, so nothing was lost".into(),
+        );
+    };
+    let Some((status, body)) = got else {
+        return (false, ": the retry got no answer".into());
+    };
+    let stored_body = stored_body.trim();
+    let same_body =
+        body.trim() == stored_body || (stored_body.len() > 2 && body.contains(stored_body));
+    match (same_body, ok(status)) {
+        (true, true) => (true, String::new()),
+        (true, false) => (
+            false,
+            format!(
+                ": the retry's status differs from the stored one ({stored_status} stored, {status} on the \
+                 retry, with the same payment)"
+            ),
+        ),
+        (false, true) => (
+            false,
+            ": the retry was executed again (another success body than the stored one)".into(),
+        ),
+        (false, false) => (false, format!(": the retry got {status}, not the stored response")),
+    }
 }
 
 async fn expiry(config: &ProbeConfig) -> Checked {
@@ -499,9 +482,63 @@ mod tests {
         );
         assert_eq!(changed(body), r#"{"amount":501,"currency":"RUB"}"#);
         assert_eq!(changed(r#"{"a":"x"}"#), r#"{"a":"x","probe_changed":true}"#);
+    }
+
+    fn answer(status: u16, body: &str) -> Result<HttpResponse, HttpError> {
+        Ok(HttpResponse {
+            status,
+            headers: Vec::new(),
+            body: body.to_string(),
+        })
+    }
+
+    #[test]
+    fn what_happened_is_named() {
+        let paid = answer(201, r#"{"payment":1}"#);
+        // A's stored response in B's 409 is a leak, not a refusal; B refused without it is a global scope.
+        let leak = judge_cross_client(&paid, &answer(409, r#"{"payment":1}"#), "a", "b");
         assert_eq!(
-            tally(&["409".into(), "201".into(), "409".into()]),
-            "201 x1, 409 x2"
+            leak,
+            (false, ": a's stored response leaked to b (in a 409)".into())
         );
+        let refused = judge_cross_client(&paid, &answer(409, "{}"), "a", "b");
+        assert!(
+            !refused.0 && refused.1.contains("not scoped per client"),
+            "{refused:?}"
+        );
+        assert!(judge_cross_client(&paid, &answer(201, r#"{"payment":2}"#), "a", "b").0);
+        // The retry's 409 with the stored payment: its status differs; another success body: executed again.
+        let stored = Some((201, r#"{"payment":1}"#));
+        let status = judge_retry(stored, Some((409, r#"{"payment":1}"#)));
+        assert!(
+            !status.0
+                && status
+                    .1
+                    .contains("the retry's status differs from the stored one")
+        );
+        let again = judge_retry(stored, Some((201, r#"{"payment":2}"#)));
+        assert!(!again.0 && again.1.contains("executed again"), "{again:?}");
+        assert!(judge_retry(stored, Some((200, r#"{"payment":1}"#))).0);
+    }
+
+    #[test]
+    fn a_byte_level_fingerprint_is_a_note() {
+        let first = answer(201, r#"{"payment":1}"#);
+        let bytes = judge_changed_body(&first, &answer(422, "{}"), &answer(422, "{}"), 422);
+        assert!(
+            bytes.pass && bytes.remark.contains("note: the same JSON"),
+            "{}",
+            bytes.remark
+        );
+        // The twins: a changed body replayed fails; a reordered body executed again fails.
+        let replayed = judge_changed_body(&first, &first, &first, 422);
+        assert!(!replayed.pass && replayed.remark.contains("changed body was not refused"));
+        let twice = judge_changed_body(
+            &first,
+            &answer(201, r#"{"payment":2}"#),
+            &answer(422, "{}"),
+            422,
+        );
+        assert!(!twice.pass, "{}", twice.remark);
     }
 }

@@ -1,18 +1,23 @@
 //! `retrylab probe URL`: black-box conformance of a live API's idempotency. Each check sends a handful of
 //! requests with a key of its own (`probe-<run>-<check>`), judges what came back (and the count endpoint's
 //! effects, when there is one), and reports pass, fail or n/a with its evidence and a `curl` sequence that
-//! reproduces it. Only the URL given (and its count endpoint) is contacted, on loopback; every request has a
+//! reproduces it; a failure cites the rule of draft-ietf-httpapi-idempotency-key-header it holds the API to
+//! (`rules`). Only the URL given (and its count endpoint) is contacted, on loopback; every request has a
 //! timeout and each check a fixed number of requests. The probe assumes nothing else uses the API meanwhile
 //! (effects are counted as differences).
 
 mod checks;
+mod concurrent;
 mod curl;
+pub mod evidence;
+pub mod rules;
 
 use super::http::{exchange, HttpError, HttpRequest, HttpResponse, Url};
 use serde::Serialize;
 use std::time::Duration;
 
-pub use checks::run_checks;
+pub use checks::{judge_changed_body, judge_cross_client, judge_retry, run_checks};
+pub use concurrent::{judge_round, Round};
 
 /// The checks, in the order they run and print.
 pub const CHECK_NAMES: [&str; 7] = [
