@@ -247,10 +247,16 @@ fn assert_all_pass(name: &str, code: i32, lines: &[Value], serialised: bool) {
     let interleaved = result_of(lines, "interleaved-same-key");
     let evidence = interleaved["evidence"].as_str().unwrap_or_default();
     if serialised && interleaved["result"] == "n/a" {
-        assert!(evidence.contains("no order to choose"), "{name}: {interleaved}");
+        assert!(
+            evidence.contains("no order to choose"),
+            "{name}: {interleaved}"
+        );
     } else {
         assert_eq!(interleaved["result"], "pass", "{name}: {interleaved}");
-        assert!(!evidence.contains("no order to choose"), "{name}: {interleaved}");
+        assert!(
+            !evidence.contains("no order to choose"),
+            "{name}: {interleaved}"
+        );
     }
     assert_eq!(code, 0, "{name}: exit 0 when every check passes: {lines:?}");
 }

@@ -27,9 +27,9 @@ mod explore_cmd;
 mod fault_args;
 #[cfg(feature = "stack")]
 mod graybox_args;
-mod interrupt;
 #[cfg(test)]
 mod help_lines;
+mod interrupt;
 mod json;
 #[cfg(feature = "stack")]
 mod load_cmd;
