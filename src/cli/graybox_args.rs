@@ -56,10 +56,14 @@ pub struct GrayboxArgs {
     /// A command (`sh -c`) run before every schedule instead of --reset-sql; it must exit 0.
     #[arg(long, value_name = "CMD", requires = "exec")]
     pub reset_cmd: Option<String>,
+    /// The environment variable that gives the service its HTTP port.
     #[arg(long, default_value = "PORT", value_name = "NAME")]
     pub port_env: String,
+    /// The environment variable that gives the service its PostgreSQL URL (the gate's, not --postgres's); PGHOST,
+    /// PGPORT, PGUSER, PGDATABASE and JDBC_DATABASE_URL point at the gate too.
     #[arg(long, default_value = "DATABASE_URL", value_name = "NAME")]
     pub database_url_env: String,
+    /// The environment variable that gives the service its Redis URL (the gate's, not --redis's).
     #[arg(long, default_value = "REDIS_URL", value_name = "NAME")]
     pub redis_url_env: String,
     /// interleaved-same-key: schedules at most (more: the result is `incomplete`).
@@ -77,6 +81,7 @@ pub struct GrayboxArgs {
     /// The service's declared lease or TTL of a claimed key.
     #[arg(long, value_name = "MS")]
     pub lease_ms: Option<u64>,
+    /// How long the service may take to answer HTTP after each start (at most 600).
     #[arg(long, default_value_t = 30, value_name = "S")]
     pub start_timeout_s: u64,
     /// Where failing schedules are saved (`<check>-<n>.json`).
