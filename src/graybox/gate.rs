@@ -75,7 +75,9 @@ pub enum Event {
     /// The service (or the store) closed the connection.
     Closed { connection: ConnectionId },
     /// A message the gate does not understand (TLS required, COPY, replication, SUBSCRIBE, MONITOR ...), by
-    /// name; the connection was closed, never passed through silently.
+    /// name; the connection was closed, never passed through silently. TLS required: a connection closed after its
+    /// TLS request was refused, with no new connection starting up within `link::TLS_FALLBACK_WAIT` (pgx falls
+    /// back to a new connection without TLS).
     Unsupported {
         connection: ConnectionId,
         wire: Wire,
