@@ -48,6 +48,8 @@ struct Recorded {
     released: usize,
     /// Whether the check before the first write ran.
     checked: bool,
+    /// The store's errors, as the gate reported them in `Answered`.
+    errors: Vec<String>,
 }
 
 /// The gates on their own runtime; the client runs as a child process.
@@ -107,6 +109,7 @@ impl Harness {
             trouble: Vec::new(),
             released: 0,
             checked: false,
+            errors: Vec::new(),
         };
         let mut check = Some(before_write);
         let mut quiet = 0;
@@ -139,6 +142,9 @@ impl Harness {
                 Event::Unsupported { .. } | Event::UpstreamFailed { .. } => {
                     recorded.trouble.push(event)
                 }
+                Event::Answered {
+                    error: Some(error), ..
+                } => recorded.errors.push(error),
                 _ => {}
             }
         }
@@ -267,7 +273,41 @@ fn psycopg3_prepared_and_pipelined_statements_keep_their_texts() {
     expected.extend(strings(&run));
     expected.extend(strings(&[BEGIN, &three_inserts(), COMMIT, "session: Sync"]));
     assert_eq!(recorded.boundaries, expected);
+    assert_eq!(recorded.errors, Vec::<String>::new());
     assert_eq!(recorded.released, expected.len() - 2);
+}
+
+#[test]
+fn psycopg3_a_flushed_fetch_and_an_aborted_pipeline_are_answered() {
+    if !runs(PYTHON, &["-c", "import psycopg"]) {
+        missing("python3-psycopg", "apt-get install -y python3-psycopg");
+        return;
+    }
+    let Some((server, direct)) = postgres_with_table() else {
+        return;
+    };
+    let (recorded, rows) = run_postgres_client(&server, direct, |port| {
+        let mut command = Command::new(PYTHON);
+        command.arg(program("psycopg3_flush.py")).arg(format!(
+            "host=127.0.0.1 port={port} user=postgres dbname=postgres sslmode=prefer"
+        ));
+        command
+    });
+    assert_eq!(rows, ["200:flush"]);
+    // The fetch inside the pipeline makes psycopg send a Flush: that group is answered by its responses, before
+    // the pipeline's Sync (a lone Sync). The aborted pipeline is one group; its answer carries the store's error.
+    let (returning, insert3) = (format!("{INSERT} RETURNING k"), three_inserts());
+    let expected = [
+        returning.as_str(),
+        "session: Sync",
+        &insert3,
+        "SELECT count(*) FROM t",
+    ];
+    assert_eq!(recorded.boundaries, expected);
+    assert_eq!(
+        recorded.errors,
+        ["duplicate key value violates unique constraint \"t_pkey\""]
+    );
 }
 
 #[test]
@@ -316,6 +356,7 @@ fn pgjdbc_named_statements_and_batches_keep_their_texts() {
     }
     expected.extend(strings(&[BEGIN, &three_inserts(), COMMIT]));
     assert_eq!(recorded.boundaries, expected);
+    assert_eq!(recorded.errors, Vec::<String>::new());
 }
 
 #[test]
@@ -370,4 +411,5 @@ fn pgx_cached_statements_and_batches_keep_their_texts() {
     }
     expected.extend(strings(&["begin", &three_inserts(), "commit"]));
     assert_eq!(recorded.boundaries, expected);
+    assert_eq!(recorded.errors, Vec::<String>::new());
 }

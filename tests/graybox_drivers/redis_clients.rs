@@ -31,6 +31,7 @@ fn run_redis_client(
     });
     assert_eq!(recorded.trouble, [], "{recorded:?}");
     assert!(recorded.checked, "no SET was held: {recorded:?}");
+    assert_eq!(recorded.errors, Vec::<String>::new());
     let mut keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{prefix}:*"))
         .query(&mut direct)
