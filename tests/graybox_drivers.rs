@@ -23,8 +23,8 @@ mod redis_clients;
 
 /// One poll of the event stream; the client is checked for exit between polls.
 const POLL: Duration = Duration::from_millis(200);
-/// Polls with no event before a run is given up as hung (a minute: generous on a loaded machine).
-const QUIET_POLLS_MAX: u32 = 300;
+/// Polls with no event before a run is given up as hung (three minutes: a JVM starting on a loaded machine).
+const QUIET_POLLS_MAX: u32 = 900;
 /// Debian's interpreter, where python3-psycopg and python3-redis install (not a pyenv shim on the PATH).
 const PYTHON: &str = "/usr/bin/python3";
 /// Debian's pgjdbc.
