@@ -75,7 +75,9 @@ pub enum Event {
     /// The service (or the store) closed the connection.
     Closed { connection: ConnectionId },
     /// A message the gate does not understand (TLS required, COPY, replication, SUBSCRIBE, MONITOR ...), by
-    /// name; the connection was closed, never passed through silently.
+    /// name; the connection was closed, never passed through silently. TLS required: a connection closed after its
+    /// TLS request was refused, with no new connection starting up within `link::TLS_FALLBACK_WAIT` (pgx falls
+    /// back to a new connection without TLS).
     Unsupported {
         connection: ConnectionId,
         wire: Wire,
@@ -124,6 +126,9 @@ pub(crate) struct Shared {
     events: mpsc::UnboundedSender<Event>,
     /// Bumped by `close_all`: every connection open at that moment ends.
     epoch: watch::Sender<u64>,
+    /// PostgreSQL StartupMessages seen so far: a connection whose TLS request was refused and that then closed
+    /// is a TLS requirement only if no new startup follows (pgx, on `sslmode=prefer`, reconnects without TLS).
+    startups: watch::Sender<u64>,
 }
 
 struct Held {
@@ -162,6 +167,24 @@ impl Shared {
         receiver
     }
 
+    /// A PostgreSQL connection sent its StartupMessage.
+    pub(crate) fn note_startup(&self) {
+        self.startups.send_modify(|startups| *startups += 1);
+    }
+
+    /// How many StartupMessages the PostgreSQL gate has seen.
+    pub(crate) fn startups(&self) -> u64 {
+        *self.startups.borrow()
+    }
+
+    /// Whether more than `seen` StartupMessages arrive within `wait` (at once if they already have).
+    pub(crate) async fn startup_after(&self, seen: u64, wait: Duration) -> bool {
+        let mut startups = self.startups.subscribe();
+        let later = startups.wait_for(|&startups| startups > seen);
+        let came = matches!(tokio::time::timeout(wait, later).await, Ok(Ok(_)));
+        came
+    }
+
     /// A connection ended: what it held can no longer be decided.
     pub(crate) fn forget_connection(&self, connection: ConnectionId) {
         self.held
@@ -185,6 +208,7 @@ impl Gates {
             held: Mutex::new(BTreeMap::new()),
             events,
             epoch: watch::Sender::new(0),
+            startups: watch::Sender::new(0),
         });
         let mut gates = Gates {
             shared,
@@ -278,5 +302,93 @@ async fn accept(shared: Arc<Shared>, wire: Wire, listener: TcpListener, upstream
             upstream,
             shutdown,
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    /// SSLRequest: length 8, code 80877103.
+    const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 4, 210, 22, 47];
+
+    /// A StartupMessage for protocol 3.0 with user=postgres.
+    fn startup() -> Vec<u8> {
+        let mut body = 196608u32.to_be_bytes().to_vec();
+        body.extend(b"user\0postgres\0\0");
+        let mut out = (body.len() as u32 + 4).to_be_bytes().to_vec();
+        out.extend(body);
+        out
+    }
+
+    /// Ask for TLS, get the gate's `N`, close (as pgx on `sslmode=prefer`, or any client on `require`).
+    async fn refused_tls(gate: SocketAddr) {
+        let mut client = TcpStream::connect(gate).await.unwrap();
+        client.write_all(&SSL_REQUEST).await.unwrap();
+        let mut answer = [0u8; 1];
+        client.read_exact(&mut answer).await.unwrap();
+        assert_eq!(&answer, b"N");
+    }
+
+    /// The events up to the first connection's `Closed`.
+    async fn until_first_closed(gates: &mut Gates) -> Vec<Event> {
+        let mut seen = Vec::new();
+        loop {
+            let event = gates
+                .next_event(Duration::from_secs(30))
+                .await
+                .expect("an event");
+            let last = event == Event::Closed { connection: 1 };
+            seen.push(event);
+            if last {
+                return seen;
+            }
+        }
+    }
+
+    fn unsupported(events: &[Event]) -> Vec<&str> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Unsupported { what, .. } => Some(what.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refused_tls_request_followed_by_a_plain_reconnect_is_no_tls_requirement() {
+        // The store: accepted by the kernel's backlog, never answers (the gate forwards a startup to it only).
+        let store = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+            .await
+            .unwrap();
+        let mut gates = Gates::start(Some(store.local_addr().unwrap()), None)
+            .await
+            .unwrap();
+        let gate = gates.postgres_address().unwrap();
+        refused_tls(gate).await;
+        let mut again = TcpStream::connect(gate).await.unwrap();
+        again.write_all(&startup()).await.unwrap();
+        let events = until_first_closed(&mut gates).await;
+        assert_eq!(unsupported(&events), Vec::<&str>::new(), "{events:?}");
+        drop(again);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_refused_tls_request_with_no_reconnect_is_a_tls_requirement() {
+        let store = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+            .await
+            .unwrap();
+        let mut gates = Gates::start(Some(store.local_addr().unwrap()), None)
+            .await
+            .unwrap();
+        refused_tls(gates.postgres_address().unwrap()).await;
+        let events = until_first_closed(&mut gates).await;
+        assert_eq!(
+            unsupported(&events),
+            [crate::graybox::pg_wire::TLS_REQUIRED]
+        );
     }
 }

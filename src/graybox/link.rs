@@ -18,6 +18,11 @@ use tokio::sync::{oneshot, watch};
 pub const UPSTREAM_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// One read from a socket.
 const READ_BYTES: usize = 64 << 10;
+/// How long a connection whose TLS request was refused and that then closed waits for a new StartupMessage on
+/// the gate before it is reported as requiring TLS. pgx on `sslmode=prefer` (its default) closes after the `N`
+/// and connects again without TLS at once; libpq and pgjdbc go on on the same connection; `sslmode=require`
+/// gives up, and is reported this long after it closed.
+pub const TLS_FALLBACK_WAIT: Duration = Duration::from_secs(5);
 /// What a connection may send on while one of its boundaries is held, before the gate stops reading it.
 const HELD_READ_BYTES_MAX: usize = 1 << 20;
 
@@ -105,6 +110,13 @@ impl Cutter {
         match self {
             Cutter::Pg(front) => front.at_close(),
             Cutter::Redis(_) => None,
+        }
+    }
+
+    fn started(&self) -> bool {
+        match self {
+            Cutter::Pg(front) => front.started(),
+            Cutter::Redis(_) => false,
         }
     }
 }
@@ -313,6 +325,9 @@ impl Front<'_> {
             buf: Vec::new(),
             chunk: vec![0u8; READ_BYTES],
         };
+        // The gate's startup count when this connection's TLS request was refused.
+        let mut refused_at = None;
+        let mut started = false;
         loop {
             let mut used = 0;
             loop {
@@ -323,6 +338,13 @@ impl Front<'_> {
                     Err(what) => return End::Unsupported(what),
                 };
                 used += len;
+                if matches!(unit, Some(Unit::Reply(_))) {
+                    refused_at = Some(self.shared.startups());
+                }
+                if !started && cutter.started() {
+                    started = true;
+                    self.shared.note_startup();
+                }
                 if let Some(unit) = unit {
                     if let Err(end) = self.unit(unit, &mut store, &mut incoming).await {
                         return end;
@@ -331,9 +353,21 @@ impl Front<'_> {
             }
             incoming.buf.drain(..used);
             if !incoming.more().await {
-                return End::ServiceClosed(cutter.at_close());
+                return self.closed(&cutter, refused_at).await;
             }
         }
+    }
+
+    /// Why the service closed: a refused TLS request, then nothing, is a TLS requirement unless a new startup
+    /// follows on the gate (the client fell back to a connection without TLS).
+    async fn closed(&self, cutter: &Cutter, refused_at: Option<u64>) -> End {
+        let what = cutter.at_close();
+        if let (Some(_), Some(seen)) = (&what, refused_at) {
+            if self.shared.startup_after(seen, TLS_FALLBACK_WAIT).await {
+                return End::ServiceClosed(None);
+            }
+        }
+        End::ServiceClosed(what)
     }
 
     /// Forward one unit (after its decision, for a held boundary). Err: the connection ends.

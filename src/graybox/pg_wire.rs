@@ -159,6 +159,11 @@ impl Front {
         Ok(Some((len, self.message(tag, &buf[..len])?)))
     }
 
+    /// Whether the StartupMessage was seen (a cancel request's connection never starts).
+    pub fn started(&self) -> bool {
+        self.phase == Phase::Session
+    }
+
     /// What to report when the service closed: a refused TLS request followed by nothing is a TLS requirement.
     pub fn at_close(&self) -> Option<String> {
         (self.phase == Phase::Startup && self.tls_refused).then(|| TLS_REQUIRED.to_string())
