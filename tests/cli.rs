@@ -355,6 +355,33 @@ fn a_model_whose_fault_scenario_is_reached_does_not_warn() {
     assert_eq!(line["vacuous_warning"], serde_json::Value::Null);
 }
 
+/// simulate --json says what check --json says: the no-fault model holds vacuously, its lost-response twin does not.
+#[test]
+fn simulate_json_says_when_a_model_holds_vacuously() {
+    let folder = tempfile::tempdir().unwrap();
+    let line_of = |name: &str| -> serde_json::Value {
+        let model = vacuous_model(name);
+        let args = [
+            "simulate", &model, "--seeds", "50", "--traces", "tr", "--json",
+        ];
+        let out = retrylab(&args, folder.path());
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let vacuous = line_of("no-fault.toml");
+    assert_eq!(vacuous["vacuous"], "no-fault", "{vacuous}");
+    assert!(vacuous["vacuous_warning"]
+        .as_str()
+        .unwrap()
+        .contains("no fault is enabled"));
+    assert!(
+        vacuous["not_reached"].as_array().unwrap().len() > 10,
+        "{vacuous}"
+    );
+    let twin = line_of("lost-response.toml");
+    assert_eq!(twin["vacuous"], serde_json::Value::Null, "{twin}");
+    assert_eq!(twin["vacuous_warning"], serde_json::Value::Null, "{twin}");
+}
+
 /// lease-fenced-3-clients' eventually-resolves: 27 steps, 14 of them C2's and C3's payments. The text shows the
 /// 13 that C1.op1 depends on and says why it stays unresolved; --full-trace shows all 27; JSON keeps the path
 /// (the trace) and adds the slice.

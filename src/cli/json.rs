@@ -66,6 +66,9 @@ pub struct SimulateLine {
     pub model: String,
     /// SHA-256 of the model file's text, in hex: shards of one run walked the same model.
     pub model_sha256: String,
+    /// The scenarios of this kind of world that no walk witnessed (`check --json`'s field).
+    #[serde(default)]
+    pub not_reached: Vec<String>,
     pub properties: Verdicts,
     pub reached: Vec<String>,
     pub required_scenarios: Vec<String>,
@@ -76,6 +79,12 @@ pub struct SimulateLine {
     /// Why the run stopped before its last seed (it is then incomplete), or null.
     pub stopped_by: Option<String>,
     pub traces: BTreeMap<String, String>,
+    /// Why a safety property that holds holds vacuously (`no-fault`, `no-scenario-reached`), or null.
+    #[serde(default)]
+    pub vacuous: Option<retrylab::spec::Vacuity>,
+    /// The warning the text output prints for it, or null.
+    #[serde(default)]
+    pub vacuous_warning: Option<String>,
     pub walks: u64,
 }
 

@@ -193,6 +193,7 @@ fn json_line(
 ) -> SimulateLine {
     let counterexamples = output::counterexamples(report);
     let lengths = output::lengths(report);
+    let evidence = retrylab::spec::evidence(model, report);
     SimulateLine {
         counterexample_len: lengths.values().min().copied(),
         counterexample_lens: output::by_name(&lengths),
@@ -209,6 +210,7 @@ fn json_line(
         missing_scenarios: comparison.missing_scenarios.clone(),
         model: model.path.clone(),
         model_sha256: model_sha256(model),
+        not_reached: evidence.not_reached.clone(),
         properties: output::verdict_map(report),
         reached: output::reached_names(report),
         required_scenarios: model.expected().reached,
@@ -217,6 +219,8 @@ fn json_line(
         states: report.states,
         stopped_by: report.stopped_by.clone(),
         traces: output::by_name(traces),
+        vacuous: evidence.vacuous,
+        vacuous_warning: evidence.warning(),
         walks: report.walks,
     }
 }

@@ -6,10 +6,10 @@
 use super::Model;
 use crate::check::{Kind, Report, Verdict};
 use crate::model::{Event, Faults, Property, PropertyKind, World};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Why a `holds` proves nothing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Vacuity {
     /// Every fault budget is zero: no loss, crash, timeout... was ever injected.
