@@ -383,22 +383,7 @@ async fn check_and_print(config: &GrayConfig, json: bool) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    if json {
-        for result in &results {
-            outln!(
-                "{}",
-                serde_json::to_string(result).expect("a result serialises")
-            );
-        }
-    } else {
-        for line in table(&results).lines() {
-            outln!("{line}");
-        }
-    }
-    match exit_code(&results) {
-        0 => EXIT_OK,
-        _ => EXIT_MISMATCH,
-    }
+    super::probe_cmd::print_results(&results, json, &table(&results), exit_code(&results) != 0)
 }
 
 async fn replay_and_print(config: &GrayConfig, saved: &Schedule, json: bool) -> i32 {

@@ -151,20 +151,36 @@ pub fn run(args: &ProbeArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    if args.json {
-        for result in &results {
+    print_results(
+        &results,
+        args.json,
+        &table(&results),
+        exit_code(&results) != 0,
+    )
+}
+
+/// Print a probe's results (one JSON line each, or the table) and give the exit code: 1 when one failed.
+pub(super) fn print_results<T: serde::Serialize>(
+    results: &[T],
+    json: bool,
+    table: &str,
+    failed: bool,
+) -> i32 {
+    if json {
+        for result in results {
             outln!(
                 "{}",
                 serde_json::to_string(result).expect("a result serialises")
             );
         }
     } else {
-        for line in table(&results).lines() {
+        for line in table.lines() {
             outln!("{line}");
         }
     }
-    match exit_code(&results) {
-        0 => EXIT_OK,
-        _ => EXIT_MISMATCH,
+    if failed {
+        EXIT_MISMATCH
+    } else {
+        EXIT_OK
     }
 }

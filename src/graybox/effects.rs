@@ -4,7 +4,7 @@
 //! connection is built from the checked `--postgres` parts only, so it reaches nothing else.
 
 use super::urls::PostgresTarget;
-use crate::stack::http::{exchange, HttpRequest, Url};
+use crate::stack::http::Url;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -107,19 +107,10 @@ impl Effects {
 
     async fn count_by_url(&self, url: &Url) -> Result<i64, String> {
         let failed = |why: String| format!("--count-url {}: {why}", url.to_text());
-        let response = exchange(url, &HttpRequest::get(&url.path), self.timeout)
+        let count = crate::stack::probe::count_at(url, self.timeout)
             .await
-            .map_err(|e| failed(e.to_string()))?;
-        if response.status != 200 {
-            return Err(failed(format!("answered {}", response.status)));
-        }
-        let value: serde_json::Value = serde_json::from_str(response.body.trim())
-            .map_err(|_| failed(format!("not JSON: {}", response.body)))?;
-        value
-            .get("count")
-            .unwrap_or(&value)
-            .as_i64()
-            .ok_or_else(|| failed(format!("no count in {}", response.body)))
+            .map_err(failed)?;
+        i64::try_from(count).map_err(|_| failed(format!("{count} is too large")))
     }
 
     /// Close the connection to the real database (also done on drop).

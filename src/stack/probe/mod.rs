@@ -167,22 +167,29 @@ impl ProbeConfig {
         let Some(url) = &self.count_url else {
             return Ok(None);
         };
-        let failed = |why: String| ProbeError::Count(url.to_text(), why);
-        let response = exchange(url, &HttpRequest::get(&url.path), self.timeout)
+        count_at(url, self.timeout)
             .await
-            .map_err(|error| failed(error.to_string()))?;
-        if response.status != 200 {
-            return Err(failed(format!("answered {}", response.status)));
-        }
-        let value: serde_json::Value = serde_json::from_str(response.body.trim())
-            .map_err(|_| failed(format!("not JSON: {}", response.body)))?;
-        value
-            .get("count")
-            .unwrap_or(&value)
-            .as_u64()
             .map(Some)
-            .ok_or_else(|| failed(format!("no count in {}", response.body)))
+            .map_err(|why| ProbeError::Count(url.to_text(), why))
     }
+}
+
+/// `GET` a count endpoint: `{"count": N}` or a bare number. The black-box probe and the gray-box probe's
+/// `--count-url` both read effects this way.
+pub async fn count_at(url: &Url, timeout: Duration) -> Result<u64, String> {
+    let response = exchange(url, &HttpRequest::get(&url.path), timeout)
+        .await
+        .map_err(|error| error.to_string())?;
+    if response.status != 200 {
+        return Err(format!("answered {}", response.status));
+    }
+    let value: serde_json::Value = serde_json::from_str(response.body.trim())
+        .map_err(|_| format!("not JSON: {}", response.body))?;
+    value
+        .get("count")
+        .unwrap_or(&value)
+        .as_u64()
+        .ok_or_else(|| format!("no count in {}", response.body))
 }
 
 /// Whether a status is a success.
