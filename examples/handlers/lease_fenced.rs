@@ -50,12 +50,20 @@ pub async fn claim<S: Store>(db: &mut S, key: &str) -> Result<Claim, StoreError>
 
 /// An in_progress record whose claim is older than the lease.
 pub fn expired(row: &str, now_ms: u64) -> bool {
-    let claimed_at = row
+    claimed_at(row).is_some_and(|at| now_ms.saturating_sub(at) >= LEASE_MS)
+}
+
+/// When an in_progress claim was made (the time it records), if `row` is one.
+fn claimed_at(row: &str) -> Option<u64> {
+    let at = row
         .strip_prefix(IN_PROGRESS)
-        .and_then(|rest| rest.rsplit(':').next());
-    claimed_at
-        .and_then(|at| at.parse::<u64>().ok())
-        .is_some_and(|at| now_ms.saturating_sub(at) >= LEASE_MS)
+        .and_then(|rest| rest.rsplit(':').next())?;
+    at.parse::<u64>().ok()
+}
+
+/// When an in_progress claim's lease runs out (the world's `expiries` declaration): `expired` from then on.
+pub fn lease_expiry(row: &str) -> Option<u64> {
+    claimed_at(row).map(|at| at.saturating_add(LEASE_MS))
 }
 
 /// The lease-fenced handler, with a provider call before the payment (`None`: no provider).

@@ -13,13 +13,21 @@ use retrylab::handler::designs::{common, select_then_insert, separate_kv};
 #[path = "completer.rs"]
 mod completer;
 #[path = "lease_fenced.rs"]
-mod lease_fenced;
+pub mod lease_fenced;
 #[path = "powertools_2944.rs"]
 mod powertools_2944;
 #[path = "powertools_5714.rs"]
 mod powertools_5714;
+#[path = "powertools_java_1281.rs"]
+pub mod powertools_java_1281;
 #[path = "provider.rs"]
 mod provider;
+#[path = "sweeper.rs"]
+mod sweeper;
+#[path = "time_designs.rs"]
+mod time_designs;
+#[path = "visibility_timeout.rs"]
+mod visibility_timeout;
 
 use retrylab::check::{Expected, Model, Report, Verdict};
 use retrylab::handler::{Handler, HandlerFaults, HandlerWorld, RecordsIn, Worker};
@@ -327,7 +335,8 @@ pub fn catalogue(visit: &mut impl Visit) {
             .faults(faults(|f| {
                 (f.crashes, f.pauses, f.early_timeouts) = (1, 1, 1)
             }))
-            .records(keys(), keys_in_progress),
+            .records(keys(), keys_in_progress)
+            .expiries(keys(), lease_fenced::lease_expiry),
         &[
             (dup, HOLDS),
             (lost, HOLDS),
@@ -418,6 +427,7 @@ pub fn catalogue(visit: &mut impl Visit) {
         &["crash-after-claim"],
     );
     completers(visit);
+    time_designs::designs(visit);
 }
 
 /// rocket-rides: a background completer finishes rides whose handler crashed; without it a crash after the

@@ -28,6 +28,7 @@ mod world_assert;
 mod world_describe;
 mod world_records;
 mod world_step;
+pub mod world_time;
 mod world_view;
 
 pub use api::{

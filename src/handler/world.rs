@@ -8,7 +8,8 @@
 //! server processes: woken whenever something they could see has changed, crashing (and restarting) like the
 //! others. This first version has its own clients and network (simpler than the built-in
 //! world's: a 409 counts as an attempt; with `retry_after_ms` the client waits that long before retrying, which
-//! moves the clock).
+//! moves the clock). At rest the clock moves to the next lease or TTL expiry, and `eventually-*` properties are
+//! judged under weak fairness of the clock and of retries: see `world_time`.
 
 use super::api::{Activation, Handler, NoWorker, Reply, Request, Worker};
 use super::calls::{Answer, Call};
@@ -18,6 +19,7 @@ use super::shared::Shared;
 use super::sim::{Committed, Ghost, Txn};
 use super::world_records::no_stuck_key;
 pub use super::world_records::{Records, RecordsIn};
+use super::world_time::Expiries;
 use crate::check::{self, Model};
 use crate::model::{Event, Events, Property as Named};
 use std::collections::BTreeMap;
@@ -60,6 +62,10 @@ pub struct HandlerWorld<H, W = NoWorker> {
     pub(super) worker_prefixes: Prefixes,
     /// For `no-stuck-key`: where the records are, and which are unfinished.
     pub(super) records: Option<Records>,
+    /// Where the design keeps leases and when each runs out: at rest the clock moves to the next one.
+    pub(super) expiries: Option<Expiries>,
+    /// Judge `eventually-*` under weak fairness of the clock and of retries (`world_time`); on by default.
+    pub(super) fair: bool,
 }
 
 impl<H: Handler> HandlerWorld<H, NoWorker> {
@@ -81,6 +87,8 @@ impl<H: Handler> HandlerWorld<H, NoWorker> {
             prefixes: Prefixes::default(),
             worker_prefixes: Prefixes::default(),
             records: None,
+            expiries: None,
+            fair: true,
         }
     }
 }
@@ -104,6 +112,8 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             records: self.records,
             prefixes: self.prefixes,
             worker_prefixes: Prefixes::default(),
+            expiries: self.expiries,
+            fair: self.fair,
         }
     }
 
@@ -111,6 +121,27 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// stop, the world comes to rest with no unfinished record).
     pub fn records(mut self, place: RecordsIn, in_progress: fn(&str, u64) -> bool) -> Self {
         self.records = Some(Records { place, in_progress });
+        self
+    }
+
+    /// Declare where the design keeps its leases and when the one in a value runs out (`None`: no lease), in
+    /// the store's milliseconds: at rest the clock moves to the next one (`world_time`). TTLs need no declaring.
+    pub fn expiries(
+        mut self,
+        place: RecordsIn,
+        expiry_of: impl Fn(&str) -> Option<u64> + Send + Sync + 'static,
+    ) -> Self {
+        self.expiries = Some(Expiries {
+            place,
+            expiry_of: std::sync::Arc::new(expiry_of),
+        });
+        self
+    }
+
+    /// Judge `eventually-*` under weak fairness of the clock and of retries (`true`, the default), or let a
+    /// client give up on its last 409 (`false`): see `world_time`.
+    pub fn fair(mut self, yes: bool) -> Self {
+        self.fair = yes;
         self
     }
 
@@ -228,6 +259,8 @@ pub enum Phase {
     },
     Waiting,
     Done,
+    /// Told 409 with its attempts used up, under fairness: asks again once the world is at rest and time moved.
+    Patient,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -345,6 +378,8 @@ pub enum HandlerAction {
     Fail {
         proc: u8,
     },
+    /// At rest, time passes: the clock moves to the next lease or TTL expiry, patient clients ask again.
+    Later,
 }
 
 /// Every operation ended in one success or one definite failure (a property's predicate: it takes the world).

@@ -69,6 +69,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             HandlerAction::Fail { proc } => {
                 format!("{}'s next store call FAILS", self.proc_name(*proc))
             }
+            HandlerAction::Later => self.describe_later(before),
             other => format!("{other:?}"),
         };
         if obs.has(Event::DuplicateEffect) {

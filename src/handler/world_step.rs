@@ -11,12 +11,21 @@ use crate::protocol::status;
 impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// Every enabled action, in a fixed order: clients, deliveries, process steps, then faults.
     pub(super) fn enabled(&self, state: &HandlerState, out: &mut Vec<HandlerAction>) {
+        // Whether an early timeout is all the clients can do (then the world may be at rest: `world_time`).
+        let mut early_only = true;
         for (index, client) in state.clients.iter().enumerate() {
             let client_id = index as u8;
             match client.phase {
-                Phase::Ready { .. } => out.push(HandlerAction::Send { client: client_id }),
-                Phase::Waiting if self.may_time_out(state, client_id) => {
-                    out.push(HandlerAction::Timeout { client: client_id })
+                Phase::Ready { .. } => {
+                    early_only = false;
+                    out.push(HandlerAction::Send { client: client_id })
+                }
+                Phase::Waiting => {
+                    let alive = self.attempt_alive(state, client_id);
+                    early_only &= alive;
+                    if !alive || state.budgets[EARLY_TIMEOUTS_AT] > 0 {
+                        out.push(HandlerAction::Timeout { client: client_id })
+                    }
                 }
                 _ => {}
             }
@@ -56,6 +65,14 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 });
             }
         }
+        // Every action pushed so far, bar early timeouts, is a non-fault one.
+        let timeouts = out
+            .iter()
+            .filter(|action| matches!(action, HandlerAction::Timeout { .. }));
+        let moving = !early_only || out.len() > timeouts.count();
+        if self.later_enabled(state, moving) {
+            out.push(HandlerAction::Later);
+        }
         self.enabled_faults(state, out);
     }
 
@@ -94,10 +111,6 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 }
             }
         }
-    }
-
-    fn may_time_out(&self, state: &HandlerState, client: u8) -> bool {
-        !self.attempt_alive(state, client) || state.budgets[EARLY_TIMEOUTS_AT] > 0
     }
 
     /// Whether the client's current attempt is still on its way (request, handler, or response).
@@ -144,6 +157,8 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 if state.clients[*client as usize].attempts < self.max_attempts {
                     events.add(Event::RetryAfterTimeout);
                     self.send(state, *client);
+                } else if self.stays_patient(state, *client) {
+                    state.clients[*client as usize].phase = Phase::Patient;
                 } else {
                     finish(state, *client, Outcome::GaveUp, self.bodies.len());
                 }
@@ -182,6 +197,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 events.add(Event::HandlerError);
                 self.fail_call(state, *proc);
             }
+            HandlerAction::Later => self.later(state),
         }
         events
     }
@@ -370,6 +386,10 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         } else if client.attempts < self.max_attempts {
             let after_conflict = reply.status == status::CONFLICT_IN_PROGRESS;
             state.clients[to.client as usize].phase = Phase::Ready { after_conflict };
+        } else if reply.status == status::CONFLICT_IN_PROGRESS
+            && self.stays_patient(state, to.client)
+        {
+            state.clients[to.client as usize].phase = Phase::Patient;
         } else {
             finish(state, to.client, Outcome::GaveUp, operations);
         }

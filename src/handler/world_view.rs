@@ -146,6 +146,7 @@ impl Phase {
             } => "ready to send after a 409",
             Phase::Waiting => "waiting",
             Phase::Done => "done",
+            Phase::Patient => "told 409 with no attempts left, asks again later",
         }
     }
 }
