@@ -11,19 +11,16 @@ use crate::protocol::status;
 impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// Every enabled action, in a fixed order: clients, deliveries, process steps, then faults.
     pub(super) fn enabled(&self, state: &HandlerState, out: &mut Vec<HandlerAction>) {
-        // Whether an early timeout is all the clients can do (then the world may be at rest: `world_time`).
-        let mut early_only = true;
+        // Early timeouts pushed: the only faults before `enabled_faults` (at rest: nothing else, `world_time`).
+        let mut early = 0;
         for (index, client) in state.clients.iter().enumerate() {
             let client_id = index as u8;
             match client.phase {
-                Phase::Ready { .. } => {
-                    early_only = false;
-                    out.push(HandlerAction::Send { client: client_id })
-                }
+                Phase::Ready { .. } => out.push(HandlerAction::Send { client: client_id }),
                 Phase::Waiting => {
                     let alive = self.attempt_alive(state, client_id);
-                    early_only &= alive;
                     if !alive || state.budgets[EARLY_TIMEOUTS_AT] > 0 {
+                        early += usize::from(alive);
                         out.push(HandlerAction::Timeout { client: client_id })
                     }
                 }
@@ -66,11 +63,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             }
         }
         // Every action pushed so far, bar early timeouts, is a non-fault one.
-        let timeouts = out
-            .iter()
-            .filter(|action| matches!(action, HandlerAction::Timeout { .. }));
-        let moving = !early_only || out.len() > timeouts.count();
-        if self.later_enabled(state, moving) {
+        if self.later_enabled(state, out.len() > early) {
             out.push(HandlerAction::Later);
         }
         self.enabled_faults(state, out);

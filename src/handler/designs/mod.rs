@@ -43,4 +43,6 @@ pub fn knob_twin<H: Handler>(handler: H, model: &crate::spec::Model) -> HandlerW
             pauses: faults.pauses,
             ..HandlerFaults::default()
         })
+        // The built-in world's clients give up after their last attempt: compared without fairness.
+        .fair(false)
 }
