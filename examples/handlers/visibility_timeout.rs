@@ -51,12 +51,12 @@ async fn handle<S: Store>(db: &mut S, request: &Request, inbox: bool) -> Result<
         return Ok(answer_existing(db.get("done", &key).await?.as_deref()));
     }
     let payment = db.insert_effect("payments", &request.body).await?;
-    if inbox {
-        db.update("done", &key, &completed(payment), None).await?;
-    } else if !db
-        .insert_if_absent("done", &key, &completed(payment))
-        .await?
-    {
+    // With the inbox our mark is there already; without it, the mark is written whoever wrote one first.
+    let inserted = !inbox
+        && db
+            .insert_if_absent("done", &key, &completed(payment))
+            .await?;
+    if !inserted {
         db.update("done", &key, &completed(payment), None).await?;
     }
     db.commit().await?;
