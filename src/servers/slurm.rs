@@ -137,9 +137,8 @@ impl TempSlurm {
         Ok(cluster)
     }
 
-    /// munged insists that every folder above its socket be searchable by all and that its key be private;
-    /// a temporary directory is created 0700, so it is opened to 0755 (it holds nothing secret but the key,
-    /// which stays 0600).
+    /// munged wants every folder above its socket searchable by all and its key private; a temporary directory
+    /// is created 0700, so it is opened to 0755 (it holds nothing secret but the key, which stays 0600).
     fn prepare_dirs(&self) -> Result<(), String> {
         use std::os::unix::fs::PermissionsExt;
         let open = std::fs::Permissions::from_mode(0o755);
@@ -174,8 +173,11 @@ impl TempSlurm {
         }
         let arg =
             |option: &str, name: &str| format!("--{option}={}", self.munge_path(name).display());
+        // `--force` makes munged's checks on the folders above its socket warnings: they guard a socket other
+        // users share, and a TMPDIR inside a private (0700) folder would fail them; here every client is us.
         let args = [
             "--foreground".to_string(),
+            "--force".to_string(),
             arg("socket", "socket"),
             arg("key-file", "munge.key"),
             arg("log-file", "munged.log"),
@@ -268,10 +270,12 @@ PartitionName=test Nodes=localhost Default=YES MaxTime=INFINITE State=UP
             .rev()
             .find(|line| line.to_ascii_lowercase().contains("fatal"))
             .or(lines.last());
-        format!(
-            "{name}: {}",
-            reason.map_or("(no output)", |line| line.trim())
-        )
+        let reason = reason.map_or("(no output)", |line| line.trim());
+        if reason.starts_with(name) {
+            reason.to_string()
+        } else {
+            format!("{name}: {reason}")
+        }
     }
 
     /// Poll `ready` until it says yes, failing with the daemon's reason when it exits or the time is up.
