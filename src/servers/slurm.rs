@@ -116,13 +116,20 @@ impl TempSlurm {
     /// cluster is dropped, which stops what did start.
     fn launch(programs: BTreeMap<&'static str, PathBuf>) -> Result<TempSlurm, String> {
         let dir = tempfile::tempdir().map_err(|error| format!("a temporary directory: {error}"))?;
+        let port = || free_loopback_port().map_err(|error| format!("a free port: {error}"));
+        let ctld_port = port()?;
+        // Two ports free at once: the second asked while the first is still free could be the same one.
+        let slurmd_port = (0..16)
+            .map(|_| port())
+            .find(|found| found.as_ref().map_or(true, |&found| found != ctld_port))
+            .unwrap_or_else(|| Err("a second free port".to_string()))?;
         let mut cluster = TempSlurm {
             programs,
             dir,
             daemons: Vec::new(),
             user: user_name()?,
-            ctld_port: free_loopback_port().map_err(|error| format!("a free port: {error}"))?,
-            slurmd_port: free_loopback_port().map_err(|error| format!("a free port: {error}"))?,
+            ctld_port,
+            slurmd_port,
         };
         cluster.prepare_dirs()?;
         cluster.start_munge()?;
