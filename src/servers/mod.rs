@@ -6,6 +6,7 @@
 pub mod nats;
 pub mod postgres;
 pub mod redis;
+pub mod slurm;
 
 use std::net::TcpListener;
 
