@@ -221,9 +221,9 @@ pub fn replay_path<M: Model>(
     Ok(judge_run(model, &run, cycle_from))
 }
 
-/// Step `step` of `actions` is not enabled: run the steps before it again (this is the error path) and ask the
-/// model why.
-fn diverged<M: Model>(model: &M, actions: &[M::Action], step: usize) -> Diverged {
+/// Step `step` (1-based) of `actions` is not enabled: run the steps before it again (this is the error path) and
+/// ask the model why.
+pub fn diverged<M: Model>(model: &M, actions: &[M::Action], step: usize) -> Diverged {
     let before = path::timeline(model, &actions[..step - 1]).expect("the steps before it ran");
     Diverged {
         step,

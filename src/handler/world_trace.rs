@@ -44,6 +44,7 @@ impl std::fmt::Display for Made {
         match self.key {
             Some(key) if self.kind == "answer" => write!(f, "answer {key}"),
             Some(key) => write!(f, "{} on {key}", self.kind),
+            None if self.kind == "provider-charge" => write!(f, "provider-charge without a key"),
             None => write!(f, "{}", self.kind),
         }
     }
@@ -155,8 +156,14 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 Next::Call(call) => call.text(),
                 Next::Reply(reply) => format!("answer {} {}", reply.status, reply.body),
             };
+            // The kind and key in brackets where the call's text does not start with them.
+            let here = if next.starts_with(here.kind) && here.key.is_none() {
+                String::new()
+            } else {
+                format!(" ({here})")
+            };
             return format!(
-                "the calls differ: {name}'s next step here is `{next}` ({here}); in the trace it was {made}"
+                "the calls differ: {name}'s next step here is `{next}`{here}; in the trace it was {made}"
             );
         }
         let holder = state
