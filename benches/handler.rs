@@ -5,6 +5,9 @@
 //!     cargo bench --bench handler                  (everything)
 //!     cargo bench --bench handler -- catalogue     (the catalogue's designs only, the biggest first)
 //!
+//! On a shared machine the figures move by +-30% from run to run: to compare two versions, keep both binaries
+//! (`target/release/deps/handler-*`) and run them alternately, many times, comparing the fastest of each.
+//!
 //! Prints one line per world and configuration, and the ratio. One worker thread, so that the figures compare
 //! the worlds and not the machine's load; each search is repeated and the fastest run is kept.
 

@@ -14,7 +14,7 @@ use std::sync::Mutex;
 
 /// What a process's step does, as its action records it: the call's kind and the key it touches (a row as
 /// `table[key]`, a table for `scan` and `insert-effect`, a key-value key, a provider idempotency key), or
-/// `answer` and the reply's status. Values are left out: two designs that write different record formats under
+/// `answer` and the reply's status (`end-of-run` for a worker). Values are left out: two designs that write different record formats under
 /// the same keys still run the same trace. Small and `Copy`, made once per prefix (see `prefix`), so listing a
 /// state's actions allocates nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -30,6 +30,11 @@ impl Made {
             Next::Call(call) => Made {
                 kind: kind(call),
                 key: key_of(call).map(|key| intern(&key)),
+            },
+            // A worker's run ends with status 0 (see `Activation`): it answers no one.
+            Next::Reply(reply) if reply.status == 0 => Made {
+                kind: "end-of-run",
+                key: None,
             },
             Next::Reply(reply) => Made {
                 kind: "answer",

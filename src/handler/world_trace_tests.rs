@@ -122,6 +122,8 @@ fn a_step_records_the_call_kind_and_key_not_the_value() {
     );
     let begin = Made::of(&super::super::Next::Call(super::super::Call::Begin));
     assert_eq!((begin.kind, begin.key), ("BEGIN", None));
+    let ended = Made::of(&super::super::Next::Reply(Reply::new(0, "")));
+    assert_eq!(ended.to_string(), "end-of-run");
 }
 
 #[test]
