@@ -2,7 +2,11 @@
 //! exhaustive search of the article's design, written as a handler (`HandlerWorld`) and as the built-in world's
 //! knobs (`models/article-sqlite.toml`), with the same clients, processes and fault budgets.
 //!
-//!     cargo bench --bench handler
+//!     cargo bench --bench handler                  (everything)
+//!     cargo bench --bench handler -- catalogue     (the catalogue's designs only, the biggest first)
+//!
+//! On a shared machine the figures move by +-30% from run to run: to compare two versions, keep both binaries
+//! (`target/release/deps/handler-*`) and run them alternately, many times, comparing the fastest of each.
 //!
 //! Prints one line per world and configuration, and the ratio. One worker thread, so that the figures compare
 //! the worlds and not the machine's load; each search is repeated and the fastest run is kept.
@@ -13,6 +17,10 @@ use retrylab::handler::designs::Article;
 use retrylab::spec::{load_model, parse_model};
 use std::path::Path;
 use std::time::Instant;
+
+#[path = "../examples/handlers/main.rs"]
+#[allow(dead_code)] // its `main` and output
+mod handlers;
 
 /// Searches per figure (the fastest is kept).
 const REPEAT_COUNT: usize = 3;
@@ -83,7 +91,11 @@ fn compare(name: &str, model: &retrylab::spec::Model, max_states: u64) {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; a name filter is not supported, everything runs.
+    // `cargo bench` passes `--bench`; `-- catalogue` runs the catalogue's designs only.
+    catalogue::run();
+    if std::env::args().any(|arg| arg == "catalogue") {
+        return;
+    }
     let max_states = std::env::var("HANDLER_BENCH_MAX_STATES")
         .ok()
         .and_then(|text| text.parse().ok())
@@ -96,4 +108,61 @@ fn main() {
         &twin_model,
         max_states,
     );
+}
+
+/// The catalogue's designs (`examples/handlers`), each searched whole on one thread, fastest of
+/// `CATALOGUE_REPEAT_COUNT`: the handler world's own throughput on the worlds users write, the biggest first.
+mod catalogue {
+    use super::handlers::{self, Visit};
+    use retrylab::check::Verdict;
+    use retrylab::handler::{Handler, HandlerWorld, Worker};
+
+    const CATALOGUE_REPEAT_COUNT: usize = 7;
+
+    /// (design, states, seconds of the fastest search).
+    struct Measure(Vec<(String, u64, f64)>);
+
+    impl Visit for Measure {
+        fn design<H: Handler + Send + 'static, W: Worker + Send + 'static>(
+            &mut self,
+            name: &str,
+            world: HandlerWorld<H, W>,
+            _: &[(&str, Verdict)],
+            _: &[&str],
+        ) {
+            let mut best = (0, f64::INFINITY);
+            for _ in 0..CATALOGUE_REPEAT_COUNT {
+                let started = std::time::Instant::now();
+                let report = retrylab::check::Model::checker(&world).threads(1).bfs();
+                let seconds = started.elapsed().as_secs_f64();
+                if seconds < best.1 {
+                    best = (report.states, seconds);
+                }
+            }
+            self.0.push((name.to_string(), best.0, best.1));
+        }
+    }
+
+    pub fn run() {
+        let mut measure = Measure(Vec::new());
+        handlers::catalogue(&mut measure);
+        let mut designs = measure.0;
+        designs.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        println!(
+            "catalogue, one thread: (load average {})",
+            super::load_average()
+        );
+        for (name, states, seconds) in &designs {
+            println!(
+                "  {name:<44} {states:>9} states {seconds:>8.4} s {:>11.0} states/s",
+                *states as f64 / seconds
+            );
+        }
+        let states: u64 = designs.iter().map(|design| design.1).sum();
+        let seconds: f64 = designs.iter().map(|design| design.2).sum();
+        println!(
+            "  all designs                                  {states:>9} states {seconds:>8.4} s {:>11.0} states/s",
+            states as f64 / seconds
+        );
+    }
 }

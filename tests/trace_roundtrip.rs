@@ -68,6 +68,13 @@ fn a_tampered_trace_diverges_loudly() {
     let trace = new_trace(&model, name, "bfs", None, steps);
     let error = replay("t.json", &trace.to_json(), &trace).unwrap_err();
     assert!(error.to_string().contains("diverges at step 1"), "{error}");
+    // ... and why: what is enabled there instead.
+    assert!(
+        error
+            .to_string()
+            .contains("is not enabled here; enabled instead: "),
+        "{error}"
+    );
     // A trace cut before its last step does not reproduce.
     let mut steps = timeline(&model.world, actions).unwrap().steps;
     steps.pop();

@@ -12,6 +12,8 @@ mod article;
 use retrylab::handler::designs::{common, select_then_insert, separate_kv};
 #[path = "completer.rs"]
 mod completer;
+#[path = "idempot_js_182.rs"]
+mod idempot_js_182;
 #[path = "lease_fenced.rs"]
 pub mod lease_fenced;
 #[path = "powertools_2944.rs"]
@@ -428,6 +430,32 @@ pub fn catalogue(visit: &mut impl Visit) {
     );
     completers(visit);
     time_designs::designs(visit);
+    overwrites(visit);
+}
+
+/// idempot-js #182: a claim by plain SET after a lookup overwrites a racing claim (the timeline prints the value
+/// it replaced); its fix, SET NX PX.
+fn overwrites(visit: &mut impl Visit) {
+    use idempot_js_182::LookupThenClaim;
+    let race = faults(|f| f.early_timeouts = 1);
+    let world = |nx: bool| {
+        HandlerWorld::new(LookupThenClaim { nx }, 1, BODY)
+            .processes(2)
+            .faults(race)
+    };
+    let dup = "no-duplicate-effect";
+    visit.design(
+        "idempot-js-182-setex-claim",
+        world(false),
+        &[(dup, VIOLATED)],
+        &[],
+    );
+    visit.design(
+        "idempot-js-182-setex-claim-fixed",
+        world(true),
+        &[(dup, HOLDS)],
+        &["parallel-retry", "conflict"],
+    );
 }
 
 /// rocket-rides: a background completer finishes rides whose handler crashed; without it a crash after the

@@ -49,10 +49,22 @@ pub struct Progress {
     pub depth: u32,
 }
 
-/// A trace whose action at `step` (1-based) is not enabled where the trace has got to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A trace whose action at `step` (1-based) is not enabled where the trace has got to, and why
+/// (`Model::why_not_enabled`: for a handler, the call the trace made and the one this design makes there).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diverged {
     pub step: usize,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Diverged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the trace diverges at step {}: {}",
+            self.step, self.reason
+        )
+    }
 }
 
 #[must_use = "a checker does nothing until .bfs(), .walks() or .replay() runs it"]
@@ -205,8 +217,18 @@ pub fn replay_path<M: Model>(
     actions: &[M::Action],
     cycle_from: Option<usize>,
 ) -> Result<Report<M>, Diverged> {
-    let run = path::timeline(model, actions).map_err(|step| Diverged { step })?;
+    let run = path::timeline(model, actions).map_err(|step| diverged(model, actions, step))?;
     Ok(judge_run(model, &run, cycle_from))
+}
+
+/// Step `step` (1-based) of `actions` is not enabled: run the steps before it again (this is the error path) and
+/// ask the model why.
+pub fn diverged<M: Model>(model: &M, actions: &[M::Action], step: usize) -> Diverged {
+    let before = path::timeline(model, &actions[..step - 1]).expect("the steps before it ran");
+    Diverged {
+        step,
+        reason: model.why_not_enabled(before.last_state(), &actions[step - 1]),
+    }
 }
 
 /// Judge every property along a path already run (`check::timeline`), so a caller that shows the timeline does

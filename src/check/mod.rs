@@ -32,7 +32,7 @@ mod toys_persistent;
 #[cfg(test)]
 mod toys_por;
 
-pub use checker::{judge_run, replay_path, Bounds, Checker, Diverged, Progress};
+pub use checker::{diverged, judge_run, replay_path, Bounds, Checker, Diverged, Progress};
 pub use fingerprint::hashed_fingerprint;
 pub use model::{Model, Observation, ACYCLIC_CHECK_STATES};
 pub use path::{canonical, rebuild_path, rebuild_path_reduced, timeline, Run, TimelineStep};

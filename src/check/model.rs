@@ -152,6 +152,30 @@ pub trait Model: Sized + Sync {
         format!("{action:?}")
     }
 
+    /// Why `action` is not enabled in `state`: what a trace replayed on a model it was not found on (another
+    /// design, an edited model) reports where it diverges (`Diverged::reason`). The default names the action
+    /// and what is enabled instead; a model that knows its actions can say more.
+    fn why_not_enabled(&self, state: &Self::State, action: &Self::Action) -> String {
+        let mut enabled_here = Vec::new();
+        enabled(self, state, &mut enabled_here);
+        let instead: Vec<String> = enabled_here
+            .iter()
+            .map(|other| {
+                let mut after = state.clone();
+                let observed = self.apply(&mut after, other);
+                self.describe_step(state, other, &after, observed)
+            })
+            .collect();
+        format!(
+            "{action:?} is not enabled here; enabled instead: {}",
+            if instead.is_empty() {
+                "nothing".to_string()
+            } else {
+                instead.join("; ")
+            }
+        )
+    }
+
     /// The state as panels of titled rows, for the trace explorer (the HTML report, `retrylab explore`). The
     /// default shows the state's debug form; a model with its own view gets panels compared step by step.
     fn view(&self, state: &Self::State) -> super::StateView {

@@ -71,7 +71,8 @@ pub fn expires_at_ms(now_ms: u64, ttl_ms: u64) -> i64 {
 /// A store call that could not be made.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StoreError {
-    /// A call that needs an open transaction was made without one (or `begin` inside one).
+    /// `commit` or `rollback` without an open transaction, or `begin` inside one. (A row call outside a
+    /// transaction is not an error: it autocommits, see [`Store`].)
     NoTransaction,
     /// The database refused (a constraint, a lost connection): the transaction is rolled back.
     Refused(String),
@@ -91,7 +92,10 @@ impl std::error::Error for StoreError {}
 pub type StoreResult<T> = Result<T, StoreError>;
 
 /// The storage a handler talks to. Table rows and effects are read and written inside a transaction
-/// (`begin` .. `commit`); the key-value store, the provider and the clock are outside any transaction.
+/// (`begin` .. `commit`) or, outside one, each call is a transaction of its own (autocommit: committed at once,
+/// kept through a crash, taking the write lock for that one call), as a statement sent without `BEGIN` is on
+/// SQLite and PostgreSQL; the three stores agree, and `tests/handlers.rs` drives them in lockstep. The key-value
+/// store, the provider and the clock are outside any transaction.
 #[allow(async_fn_in_trait)] // handlers are generic over the store; nothing needs `Send` futures
 pub trait Store {
     async fn begin(&mut self) -> StoreResult<()>;

@@ -68,7 +68,7 @@ pub fn drive<H: Handler, W: Worker, B: Backend>(
                 let slot = (world.processes + worker) as usize;
                 live[slot] = Some(Running::start(&activation, store, no_request()));
             }
-            HandlerAction::Step { proc } => {
+            HandlerAction::Step { proc, .. } => {
                 let running = live[*proc as usize]
                     .as_mut()
                     .ok_or_else(|| fail(step, "no handler running".into()))?;
@@ -105,7 +105,7 @@ pub fn drive<H: Handler, W: Worker, B: Backend>(
 
 /// The reply a step is about to send, read before the model moves on (no copy of the whole state).
 fn about_to_reply(state: &HandlerState, action: &HandlerAction) -> Option<Reply> {
-    let HandlerAction::Step { proc } = action else {
+    let HandlerAction::Step { proc, .. } = action else {
         return None;
     };
     match state.procs[*proc as usize].as_ref().map(|job| job.next()) {

@@ -29,6 +29,7 @@ mod world_describe;
 mod world_records;
 mod world_step;
 pub mod world_time;
+mod world_trace;
 mod world_view;
 
 pub use api::{
@@ -38,6 +39,7 @@ pub use api::{
 pub use calls::{Answer, Call};
 pub use replay::{next_step, Next, NotDeterministic};
 pub use world::{HandlerFaults, HandlerWorld, RecordsIn};
+pub use world_trace::Made;
 
 #[cfg(test)]
 mod tests;

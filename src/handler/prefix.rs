@@ -8,6 +8,7 @@
 use super::api::{Handler, Request};
 use super::calls::{Answer, Call};
 use super::replay::{next_step, Next};
+use super::world_trace::Made;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, RwLock};
@@ -22,6 +23,8 @@ pub struct Node {
     request: Request,
     answered: Vec<(Call, Answer)>,
     next: Next,
+    /// What its next step does, as a trace records it (kept here so that listing actions costs nothing).
+    made: Made,
 }
 
 /// A process's place in its handler run. Equal and hashed by the prefix's identity.
@@ -39,6 +42,11 @@ impl Prefix {
 
     pub fn next(&self) -> &Next {
         &self.0.next
+    }
+
+    /// What its next step does, as a trace records it.
+    pub fn made(&self) -> Made {
+        self.0.made
     }
 }
 
@@ -137,12 +145,14 @@ impl Prefixes {
         // A handler that is not deterministic stops the search, naming the call that differed.
         let next =
             next_step(handler, &request, &answered).unwrap_or_else(|error| panic!("{error}"));
+        let made = Made::of(&next);
         let node = Prefix(Arc::new(Node {
             id,
             parent,
             request,
             answered,
             next,
+            made,
         }));
         self.nodes
             .write()

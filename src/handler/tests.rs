@@ -381,3 +381,40 @@ mod in_the_checker {
         }
     }
 }
+
+/// A row call outside a transaction autocommits, as on SQLite and PostgreSQL (`Store`'s docs): committed at once
+/// (a crash right after keeps it), waiting for the write lock like a `begin`. Its twin inside a transaction is
+/// lost with the crash.
+#[test]
+fn a_row_call_outside_a_transaction_commits_at_once() {
+    let insert = Call::InsertIfAbsent {
+        table: "keys".into(),
+        key: "k1".into(),
+        value: "in_progress".into(),
+    };
+    let mut store = Committed::default();
+    let mut txn: Option<Txn> = None;
+    assert_eq!(store.execute(0, 0, &insert, &mut txn), Answer::Flag(true));
+    assert!(txn.is_none() && store.writer.is_none());
+    store.crashed(0);
+    assert_eq!(
+        store.row(None, "keys", "k1").map(|(value, _)| value),
+        Some("in_progress".into())
+    );
+    // While P2 holds the write lock, P1's lone row call waits (its transaction of one needs the lock).
+    let mut other: Option<Txn> = None;
+    assert_eq!(store.execute(1, 0, &Call::Begin, &mut other), Answer::Done);
+    assert!(!store.enabled(0, &insert, None));
+    assert!(store.enabled(1, &insert, other.as_ref()));
+    // The twin: inside P2's transaction, the same write is gone with the crash.
+    let delete = Call::Delete {
+        table: "keys".into(),
+        key: "k1".into(),
+    };
+    assert_eq!(store.execute(1, 0, &delete, &mut other), Answer::Flag(true));
+    store.crashed(1);
+    assert!(
+        store.row(None, "keys", "k1").is_some(),
+        "the delete was never committed"
+    );
+}

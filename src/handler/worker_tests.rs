@@ -145,6 +145,12 @@ fn a_completer_without_the_derived_key_charges_twice_and_the_timeline_names_it()
     );
 }
 
+/// Run process `proc`'s next step (the action as a trace records it).
+fn step<H: Handler, W: Worker>(world: &HandlerWorld<H, W>, state: &mut HandlerState, proc: u8) {
+    let action = world.step_action(state, proc).expect("a busy process");
+    apply(world, state, action);
+}
+
 /// Apply `action`, which must be enabled.
 fn apply<M: Model>(model: &M, state: &mut M::State, action: M::Action) {
     let mut enabled = Vec::new();
@@ -162,7 +168,7 @@ fn can_wake(world: &HandlerWorld<ClaimThenCharge, Completer>, state: &HandlerSta
 /// Run process `proc` until it has no next call (its run ended or its reply was sent).
 fn finish(world: &HandlerWorld<ClaimThenCharge, Completer>, state: &mut HandlerState, proc: u8) {
     while state.procs[proc as usize].is_some() {
-        apply(world, state, HandlerAction::Step { proc });
+        step(world, state, proc);
     }
 }
 
@@ -187,15 +193,11 @@ fn a_worker_is_woken_by_changes_only_and_a_crash_restarts_it() {
         HandlerAction::DeliverRequest { message, proc: 0 },
     );
     for _ in 0..4 {
-        apply(&world, &mut state, HandlerAction::Step { proc: 0 }); // begin, insert, get, commit
+        step(&world, &mut state, 0); // begin, insert, get, commit
     }
     assert!(can_wake(&world, &state));
     apply(&world, &mut state, HandlerAction::Wake { worker: 0 });
-    apply(
-        &world,
-        &mut state,
-        HandlerAction::Step { proc: worker_proc },
-    ); // scan
+    step(&world, &mut state, worker_proc); // scan
     assert!(!can_wake(&world, &state), "busy: one run at a time");
     apply(
         &world,
@@ -324,7 +326,7 @@ fn scan_gives_byte_order_in_the_checker() {
         HandlerAction::DeliverRequest { message, proc: 0 },
     );
     for _ in 0..7 {
-        apply(&world, &mut state, HandlerAction::Step { proc: 0 });
+        step(&world, &mut state, 0);
     }
     match &state.procs[0].as_ref().unwrap().next() {
         Next::Reply(reply) => assert_eq!(reply.body, "A B _x a a/1 b"),

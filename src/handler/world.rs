@@ -358,8 +358,10 @@ pub enum HandlerAction {
     DeliverResponse {
         message: Message,
     },
+    /// Process `proc` makes its next call or sends its reply; `made`: which (so a trace knows its run).
     Step {
         proc: u8,
+        made: super::world_trace::Made,
     },
     /// A worker begins a run.
     Wake {
@@ -500,10 +502,15 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
         &self,
         before: &HandlerState,
         action: &HandlerAction,
-        _after: &HandlerState,
+        after: &HandlerState,
         obs: Events,
     ) -> String {
-        self.describe(before, action, obs)
+        self.describe(before, action, after, obs)
+    }
+
+    /// Where a trace found on another design parts from this one, and why.
+    fn why_not_enabled(&self, state: &HandlerState, action: &HandlerAction) -> String {
+        self.why_not_here(state, action)
     }
 
     /// The explorer's panels (`world_view.rs`).

@@ -14,6 +14,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         &self,
         before: &HandlerState,
         action: &HandlerAction,
+        after: &HandlerState,
         obs: Events,
     ) -> String {
         let mut text = match action {
@@ -52,7 +53,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                     to.client + 1
                 )
             }
-            HandlerAction::Step { proc } => self.describe_call(before, *proc),
+            HandlerAction::Step { proc, .. } => self.describe_call(before, *proc),
             HandlerAction::Wake { worker } => format!("W{} (worker) begins a run", worker + 1),
             HandlerAction::Drop { message } => format!("network LOSES {}", message_name(message)),
             HandlerAction::Duplicate { message } => {
@@ -72,6 +73,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             HandlerAction::Later => self.describe_later(before),
             other => format!("{other:?}"),
         };
+        text.push_str(&self.notes(before, action, after));
         if obs.has(Event::DuplicateEffect) {
             text.push_str("   <-- DUPLICATE EFFECT");
         }

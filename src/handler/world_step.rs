@@ -51,7 +51,10 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                     Next::Reply(_) => true,
                 };
                 if ready {
-                    out.push(HandlerAction::Step { proc: index as u8 });
+                    out.push(HandlerAction::Step {
+                        proc: index as u8,
+                        made: job.prefix.made(),
+                    });
                 }
             }
         }
@@ -163,7 +166,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 take(state, message);
                 self.receive(state, message);
             }
-            HandlerAction::Step { proc } => self.run_call(state, *proc, &mut events),
+            HandlerAction::Step { proc, .. } => self.run_call(state, *proc, &mut events),
             HandlerAction::Wake { worker } => self.wake(state, *worker),
             HandlerAction::Drop { message } => {
                 take(state, message);

@@ -136,7 +136,7 @@ fn outcomes_text(outcomes: &[Outcome]) -> String {
 }
 
 impl Phase {
-    fn text(&self) -> &'static str {
+    pub(super) fn text(&self) -> &'static str {
         match self {
             Phase::Ready {
                 after_conflict: false,

@@ -91,14 +91,14 @@ pub fn replay(file: &str, text: &str, trace: &WorldTrace) -> Result<ReplayOutcom
             ),
         )
     })?;
+    let actions: Vec<Action> = trace.steps.iter().map(|step| step.action).collect();
     let diverged = |step: usize| {
         located(
             &[Seg::Key("steps"), Seg::Index(step - 1)],
             "steps",
-            &format!("the trace diverges at step {step}: its action is not enabled in the model"),
+            &check::diverged(&model.world, &actions, step).to_string(),
         )
     };
-    let actions: Vec<Action> = trace.steps.iter().map(|step| step.action).collect();
     let run = check::timeline(&model.world, &actions).map_err(diverged)?;
     let report = check::judge_run(&model.world, &run, trace.cycle_from);
     let decided = report.property(property.name());
