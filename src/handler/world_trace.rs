@@ -144,6 +144,9 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 format!("W{} is busy, or has nothing new to see", worker + 1)
             }
             HandlerAction::Pause => "no process is busy, or no pause is left".to_string(),
+            HandlerAction::Later => {
+                "the world is not at rest here, or no lease or TTL is left to run out".to_string()
+            }
         }
     }
 
