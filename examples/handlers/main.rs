@@ -20,6 +20,8 @@ mod powertools_2944;
 mod powertools_5714;
 #[path = "provider.rs"]
 mod provider;
+#[path = "requests.rs"]
+mod requests;
 
 use retrylab::check::{Expected, Model, Report, Verdict};
 use retrylab::handler::{Handler, HandlerFaults, HandlerWorld, RecordsIn, Worker};
@@ -418,6 +420,7 @@ pub fn catalogue(visit: &mut impl Visit) {
         &["crash-after-claim"],
     );
     completers(visit);
+    requests::catalogue(visit);
 }
 
 /// rocket-rides: a background completer finishes rides whose handler crashed; without it a crash after the
