@@ -21,7 +21,7 @@ mod powertools_5714;
 #[path = "provider.rs"]
 mod provider;
 #[path = "requests.rs"]
-mod requests;
+pub mod requests;
 
 use retrylab::check::{Expected, Model, Report, Verdict};
 use retrylab::handler::{Handler, HandlerFaults, HandlerWorld, RecordsIn, Worker};

@@ -32,7 +32,13 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                     self.request_note(&request, op)
                 )
             }
-            HandlerAction::Timeout { client } => format!("C{} times out", client + 1),
+            HandlerAction::Timeout { client } => {
+                format!(
+                    "C{} times out{}",
+                    client + 1,
+                    self.retry_note(before, *client)
+                )
+            }
             HandlerAction::DeliverRequest {
                 message: Message::Request { from, attempt },
                 proc,

@@ -199,6 +199,24 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             && self.request_in(state, op, attempt) != self.request_in(state, op, attempt - 1)
     }
 
+    /// What `describe` adds to a timeout in a world with a request hook: the attempt the client sends next,
+    /// which may differ from the last (a rotated API key, a minted key). Nothing without a hook, where a retry
+    /// is the same request.
+    pub(super) fn retry_note(&self, before: &HandlerState, client: u8) -> String {
+        let current = &before.clients[client as usize];
+        if self.hooks.request.is_none() || current.attempts >= self.max_attempts {
+            return String::new();
+        }
+        let op = Op {
+            client,
+            op: current.op,
+        };
+        let attempt = current.attempts + 1;
+        let request = self.request_in(before, op, attempt);
+        let note = self.request_note(&request, op);
+        format!(" and sends attempt {attempt} (key {}{note})", request.key)
+    }
+
     /// What `describe` adds to a send line for a request built by a hook: headers, and a body other than the
     /// operation's.
     pub(super) fn request_note(&self, request: &Request, op: Op) -> String {
