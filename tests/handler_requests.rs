@@ -241,3 +241,63 @@ fn hooks_add_their_scenarios_only_where_they_are_used() {
     assert!(hooked.iter().any(|n| n == "request-changed"));
     assert!(hooked.iter().any(|n| n == "client-error-retried"));
 }
+
+/// The fixes hold in a harder world too: two processes, a lost response, a duplicated request and an early
+/// timeout (a retry racing its original), where the broken designs still pay twice.
+#[test]
+fn the_fixes_hold_with_a_retry_racing_its_original() {
+    let faults = HandlerFaults {
+        drop_responses: 1,
+        duplicate_requests: 1,
+        early_timeouts: 1,
+        ..HandlerFaults::default()
+    };
+    fn verdicts<H: Handler>(world: HandlerWorld<H>) -> (Verdict, bool) {
+        let report = world.processes(2).checker().bfs();
+        assert!(report.complete);
+        (
+            report.verdict("no-duplicate-effect"),
+            reached(&report, "parallel-retry"),
+        )
+    }
+    let rotated = |by_principal| {
+        HandlerWorld::new(ScopedByCredential { by_principal }, 1, BODY)
+            .requests(rotating_api_key)
+            .faults(faults)
+    };
+    assert_eq!(verdicts(rotated(false)).0, Verdict::Violated);
+    assert_eq!(verdicts(rotated(true)), (Verdict::Holds, true));
+    let agent = |hook: fn(&retrylab::handler::Attempt) -> Request| {
+        HandlerWorld::new(Article, 1, BODY)
+            .requests(hook)
+            .faults(faults)
+    };
+    assert_eq!(verdicts(agent(agent_mints_key)).0, Verdict::Violated);
+    assert_eq!(
+        verdicts(agent(agent_keys_plan_step)),
+        (Verdict::Holds, true)
+    );
+    let ignored = HandlerWorld::new(IgnoresIdempotencyKey, 1, BODY)
+        .requests(with_actor)
+        .faults(faults);
+    assert_eq!(verdicts(ignored).0, Verdict::Violated);
+    let keyed = HandlerWorld::new(KeyedByActor, 1, BODY)
+        .requests(with_actor)
+        .faults(faults);
+    assert_eq!(verdicts(keyed), (Verdict::Holds, true));
+    let fixing = HandlerWorld::new(
+        Validates {
+            cache_rejections: false,
+        },
+        1,
+        INVALID_BODY,
+    )
+    .requests(fix_after_400)
+    .react(|code| match code {
+        400 => Reaction::Retry,
+        other => Reaction::default_for(other),
+    })
+    .max_attempts(4)
+    .faults(faults);
+    assert_eq!(verdicts(fixing), (Verdict::Holds, true));
+}
