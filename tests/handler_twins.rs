@@ -6,12 +6,13 @@
 mod handlers;
 
 use retrylab::check::Model;
-use retrylab::handler::designs::knob_twin;
-use retrylab::handler::Handler;
+use retrylab::handler::designs::{knob_twin, ArticleKnobs};
+use retrylab::handler::{Handler, HandlerWorld};
+use retrylab::protocol::ProtocolConfig;
 use retrylab::spec::load_model;
 use std::path::Path;
 
-fn compare<H: Handler>(file: &str, handler: H) {
+fn compare<H: Handler>(file: &str, handler: H) -> retrylab::check::Report<HandlerWorld<H>> {
     let model = load_model(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("models")
@@ -37,6 +38,7 @@ fn compare<H: Handler>(file: &str, handler: H) {
         "{file}: knob model {} states, handler {} states",
         knobs.states, written.states
     );
+    written
 }
 
 #[test]
@@ -53,4 +55,35 @@ fn select_then_insert_agrees_with_its_knob_model() {
 #[ignore]
 fn the_article_agrees_with_its_knob_model() {
     compare("article-sqlite.toml", handlers::article_handler());
+}
+
+/// The article's design with another fingerprint policy (the knob model's `fingerprint`).
+fn article_fingerprinting(fingerprint: retrylab::protocol::FingerprintPolicy) -> ArticleKnobs {
+    ArticleKnobs {
+        protocol: ProtocolConfig {
+            fingerprint,
+            ..ProtocolConfig::ARTICLE
+        },
+        ..ArticleKnobs::ARTICLE
+    }
+}
+
+/// Model files with two operations under one key (`same-key-as`), the second with another body: the twin
+/// sends both operations with their own bodies under the first's key. With a normalised fingerprint the second
+/// gets 422 and `no-lost-effect` holds; the broken twin (no fingerprint) replays the first payment for the
+/// second operation, and both worlds find the lost effect.
+#[test]
+fn a_changed_body_under_a_reused_key_agrees_with_its_knob_models() {
+    use retrylab::check::Verdict;
+    use retrylab::protocol::FingerprintPolicy;
+    let fixed = compare(
+        "normalized-changed-body.toml",
+        article_fingerprinting(FingerprintPolicy::Normalized),
+    );
+    assert_eq!(fixed.verdict("no-lost-effect"), Verdict::Holds);
+    let broken = compare(
+        "fingerprint-none-changed-body.toml",
+        article_fingerprinting(FingerprintPolicy::None),
+    );
+    assert_eq!(broken.verdict("no-lost-effect"), Verdict::Violated);
 }

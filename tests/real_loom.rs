@@ -59,11 +59,7 @@ fn knobs(claim: Claim, lease: Lease, fencing: bool) -> ArticleKnobs {
 }
 
 fn pay() -> Request {
-    Request {
-        client: "shop-1".into(),
-        key: "k-42".into(),
-        body: r#"{"amount":500,"currency":"RUB"}"#.into(),
-    }
+    Request::new("shop-1", "k-42", r#"{"amount":500,"currency":"RUB"}"#)
 }
 
 /// `thread_count` handlers (one on loom's main thread) send the same request at the same instant.

@@ -186,11 +186,7 @@ fn a_changed_value_gives_another_fingerprint_and_a_422() {
 
                 let store = Arc::new(MemoryStore::<StdLock<Tables>>::new(Clock::default()));
                 let send = |body: String| {
-                    let request = Request {
-                        client: "c".into(),
-                        key: "k".into(),
-                        body,
-                    };
+                    let request = Request::new("c", "k", body);
                     run_now(article::Article.handle(&mut store.connect(), &request))
                 };
                 let first = send(body.to_string());

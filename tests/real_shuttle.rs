@@ -71,11 +71,7 @@ fn five_requests(claim: Claim) -> Vec<Reply> {
         .map(|_| {
             let store = Arc::clone(&store);
             shuttle::thread::spawn(move || {
-                let request = Request {
-                    client: "shop-1".into(),
-                    key: "k-42".into(),
-                    body: r#"{"amount":500,"currency":"RUB"}"#.into(),
-                };
+                let request = Request::new("shop-1", "k-42", r#"{"amount":500,"currency":"RUB"}"#);
                 run_now(knobs.handle(&mut store.connect(), &request))
             })
         })

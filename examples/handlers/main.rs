@@ -30,6 +30,8 @@ mod sweeper;
 mod time_designs;
 #[path = "visibility_timeout.rs"]
 mod visibility_timeout;
+#[path = "requests.rs"]
+pub mod requests;
 
 use retrylab::check::{Expected, Model, Report, Verdict};
 use retrylab::handler::{Handler, HandlerFaults, HandlerWorld, RecordsIn, Worker};
@@ -431,6 +433,7 @@ pub fn catalogue(visit: &mut impl Visit) {
     completers(visit);
     time_designs::designs(visit);
     overwrites(visit);
+    requests::catalogue(visit);
 }
 
 /// idempot-js #182: a claim by plain SET after a lookup overwrites a racing claim (the timeline prints the value

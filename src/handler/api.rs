@@ -9,6 +9,7 @@
 //! Values are JSON text. Keys and table names are strings. A handler must be deterministic: the same request and
 //! the same answers to its calls must make the same calls (no clock but `now_ms`, no randomness, no globals).
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,12 +29,45 @@ impl Clock {
     }
 }
 
-/// A request as the server sees it: who sent it (key scope), its idempotency key and its JSON body.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A request as the server sees it: who sent it (key scope), its idempotency key, its JSON body and its other
+/// headers (an API key, a principal), which a world's request hook sets per attempt (`world_requests`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Request {
     pub client: String,
     pub key: String,
     pub body: String,
+    /// Header names in lower case (HTTP names are case-insensitive), in byte order: hashing and printing see
+    /// them in one order whatever order they were set in.
+    pub headers: BTreeMap<String, String>,
+}
+
+impl Request {
+    /// A request with no headers.
+    pub fn new(client: impl Into<String>, key: impl Into<String>, body: impl Into<String>) -> Self {
+        Request {
+            client: client.into(),
+            key: key.into(),
+            body: body.into(),
+            headers: BTreeMap::new(),
+        }
+    }
+
+    /// The same request with header `name` (any case) set to `value`.
+    pub fn with_header(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.headers.insert(name.to_ascii_lowercase(), value.into());
+        self
+    }
+
+    /// Header `name`'s value (any case), if the request carries it.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        match self.headers.get(name) {
+            Some(value) => Some(value),
+            None => self
+                .headers
+                .get(&name.to_ascii_lowercase())
+                .map(String::as_str),
+        }
+    }
 }
 
 /// What the handler answers: an HTTP status and a JSON body.

@@ -60,7 +60,7 @@ pub fn drive<H: Handler, W: Worker, B: Backend>(
                 proc,
             } => {
                 let store = backend.connect().map_err(|e| fail(step, e.to_string()))?;
-                let request = world.request(from.client, from.op, *attempt);
+                let request = world.request_in(&state, *from, *attempt);
                 live[*proc as usize] = Some(Running::start(&world.handler, store, request));
             }
             HandlerAction::Wake { worker } => {

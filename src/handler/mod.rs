@@ -7,6 +7,7 @@
 //! - [`replay`]: running a handler step by step by replaying its recorded answers.
 //! - [`sim`]: the simulated store the checker runs handlers against.
 //! - [`sqlite`]: the store interface on SQLite; [`drive`]: real handlers run one call at a time.
+//! - [`world_requests`]: per-attempt requests (key, body, headers) and the client's reaction per status.
 //! - [`designs`]: designs written once in the library (the article's), used by every runner.
 
 pub mod api;
@@ -27,6 +28,7 @@ pub mod world;
 mod world_assert;
 mod world_describe;
 mod world_records;
+pub mod world_requests;
 mod world_step;
 pub mod world_time;
 mod world_trace;
@@ -40,6 +42,7 @@ pub use calls::{Answer, Call};
 pub use replay::{next_step, Next, NotDeterministic};
 pub use world::{HandlerFaults, HandlerWorld, RecordsIn};
 pub use world_trace::Made;
+pub use world_requests::{Attempt, Reaction};
 
 #[cfg(test)]
 mod tests;

@@ -45,11 +45,7 @@ impl Handler for Article {
 }
 
 fn request() -> Request {
-    Request {
-        client: "c1".into(),
-        key: "k1".into(),
-        body: "{\"amount\":500}".into(),
-    }
+    Request::new("c1", "k1", "{\"amount\":500}")
 }
 
 /// Run one process's handler to its reply, call by call (or until `crash_after` calls).

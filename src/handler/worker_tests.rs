@@ -268,11 +268,7 @@ const BYTE_ORDER: &str = "A B _x a a/1 b";
 
 #[cfg(feature = "real")]
 fn request() -> Request {
-    Request {
-        client: "c1".into(),
-        key: "k1".into(),
-        body: BODY.into(),
-    }
+    Request::new("c1", "k1", BODY)
 }
 
 #[cfg(feature = "real")]

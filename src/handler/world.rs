@@ -20,6 +20,7 @@ use super::sim::{Committed, Ghost, Txn};
 use super::world_records::no_stuck_key;
 pub use super::world_records::{Records, RecordsIn};
 use super::world_time::Expiries;
+use super::world_requests::Hooks;
 use crate::check::{self, Model};
 use crate::model::{Event, Events, Property as Named};
 use std::collections::BTreeMap;
@@ -66,6 +67,8 @@ pub struct HandlerWorld<H, W = NoWorker> {
     pub(super) expiries: Option<Expiries>,
     /// Judge `eventually-*` under weak fairness of the clock and of retries (`world_time`); on by default.
     pub(super) fair: bool,
+    /// The user's request hook and reactions (`world_requests`).
+    pub(super) hooks: Hooks,
 }
 
 impl<H: Handler> HandlerWorld<H, NoWorker> {
@@ -89,6 +92,7 @@ impl<H: Handler> HandlerWorld<H, NoWorker> {
             records: None,
             expiries: None,
             fair: true,
+            hooks: Hooks::default(),
         }
     }
 }
@@ -114,6 +118,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             worker_prefixes: Prefixes::default(),
             expiries: self.expiries,
             fair: self.fair,
+            hooks: self.hooks,
         }
     }
 
@@ -179,25 +184,18 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         self
     }
 
-    /// The request attempt `attempt` of operation `op` of `client` carries.
+    /// The request attempt `attempt` of operation `op` of `client` carries when it follows no answer (see
+    /// `request_in` for a state's run).
     pub fn request(&self, client: u8, op: u8, attempt: u8) -> Request {
-        let key = if self.key_per_attempt {
-            format!("k{op}-{attempt}")
-        } else {
-            format!("k{op}")
-        };
-        Request {
-            client: format!("c{client}"),
-            key,
-            body: self.bodies[op as usize].clone(),
-        }
+        self.request_after(Op { client, op }, attempt, None, &[])
     }
 
-    /// A run of `task` from its start; a handler (or worker) that is not deterministic stops the search.
-    pub(super) fn start(&self, task: &Task) -> Prefix {
+    /// A run of `task` from its start in `state`; a handler (or worker) that is not deterministic stops the
+    /// search.
+    pub(super) fn start(&self, task: &Task, state: &HandlerState) -> Prefix {
         match task {
             Task::Serve { from, attempt } => {
-                let request = self.request(from.client, from.op, *attempt);
+                let request = self.request_in(state, *from, *attempt);
                 self.prefixes.start(&self.handler, &request)
             }
             Task::Work { .. } => self
@@ -225,11 +223,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
 
 /// What a worker's run is given as its request: nothing.
 pub(super) fn no_request() -> Request {
-    Request {
-        client: String::new(),
-        key: String::new(),
-        body: String::new(),
-    }
+    Request::default()
 }
 
 /// An operation: client and index.
@@ -277,6 +271,10 @@ pub struct Client {
     pub attempts: u8,
     pub phase: Phase,
     pub outcomes: Vec<Outcome>,
+    /// `(op, attempt, status)`: attempt `attempt` of operation `op` was sent after an answer with `status`.
+    /// Kept only in worlds with a request hook (`world_requests`), for the hook; never cleared, so a late
+    /// attempt is rebuilt as it was sent.
+    pub sent_after: Vec<(u8, u8, u16)>,
 }
 
 /// What a process is doing.
@@ -408,6 +406,7 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
                 after_conflict: false,
             },
             outcomes: vec![Outcome::Pending; self.bodies.len()],
+            sent_after: Vec::new(),
         };
         let f = self.faults;
         HandlerState {
@@ -458,6 +457,9 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
                 no_stuck_key,
             ));
         }
+        properties.extend(self.hooks.scenarios().map(|scenario| {
+            check::Property::sometimes_observed(scenario.scenario_name(), Events::of(&[scenario]))
+        }));
         for scenario in [
             Event::CrashAfterClaim,
             Event::LostResponse,

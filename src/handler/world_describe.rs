@@ -24,15 +24,22 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                     client: *client,
                     op: current.op,
                 };
-                let request = self.request(*client, current.op, current.attempts + 1);
+                let request = self.request_in(before, op, current.attempts + 1);
                 format!(
-                    "{} sends attempt {} (key {})",
+                    "{} sends attempt {} (key {}{})",
                     op_name(op),
                     current.attempts + 1,
-                    request.key
+                    request.key,
+                    self.request_note(&request, op)
                 )
             }
-            HandlerAction::Timeout { client } => format!("C{} times out", client + 1),
+            HandlerAction::Timeout { client } => {
+                format!(
+                    "C{} times out{}",
+                    client + 1,
+                    self.retry_note(before, *client)
+                )
+            }
             HandlerAction::DeliverRequest {
                 message: Message::Request { from, attempt },
                 proc,

@@ -5,6 +5,7 @@ use super::calls::{Answer, Call};
 use super::replay::Next;
 use super::sim::NO_OPERATION;
 use super::world::*;
+use super::world_requests::Reaction;
 use crate::model::{Event, Events};
 use crate::protocol::status;
 
@@ -145,14 +146,14 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     fn step_alone(&self, state: &mut HandlerState, action: &HandlerAction) -> Events {
         let mut events = Events::default();
         match action {
-            HandlerAction::Send { client } => self.send(state, *client),
+            HandlerAction::Send { client } => self.send(state, *client, &mut events),
             HandlerAction::Timeout { client } => {
                 if self.attempt_alive(state, *client) {
                     state.budgets[EARLY_TIMEOUTS_AT] -= 1;
                 }
                 if state.clients[*client as usize].attempts < self.max_attempts {
                     events.add(Event::RetryAfterTimeout);
-                    self.send(state, *client);
+                    self.send(state, *client, &mut events);
                 } else if self.stays_patient(state, *client) {
                     state.clients[*client as usize].phase = Phase::Patient;
                 } else {
@@ -164,7 +165,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             }
             HandlerAction::DeliverResponse { message } => {
                 take(state, message);
-                self.receive(state, message);
+                self.receive(state, message, &mut events);
             }
             HandlerAction::Step { proc, .. } => self.run_call(state, *proc, &mut events),
             HandlerAction::Wake { worker } => self.wake(state, *worker),
@@ -204,7 +205,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         let task = Task::Work {
             ghost: NO_OPERATION,
         };
-        let prefix = self.start(&task);
+        let prefix = self.start(&task, state);
         state.procs[(self.processes + worker) as usize] = Some(Job {
             task,
             prefix,
@@ -241,7 +242,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         state.procs[proc as usize] = Some(job);
     }
 
-    fn send(&self, state: &mut HandlerState, client: u8) {
+    fn send(&self, state: &mut HandlerState, client: u8, events: &mut Events) {
         // Leaving an attempt closes its connection: late responses to it can no longer arrive.
         state.network.retain(
             |message, _| !matches!(message, Message::Response { to, .. } if to.client == client),
@@ -258,14 +259,20 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         }
         current.attempts += 1;
         current.phase = Phase::Waiting;
-        let message = Message::Request {
-            from: Op {
+        let (from, attempt) = (
+            Op {
                 client,
                 op: current.op,
             },
-            attempt: current.attempts,
-        };
-        *state.network.entry(message).or_insert(0) += 1;
+            current.attempts,
+        );
+        *state
+            .network
+            .entry(Message::Request { from, attempt })
+            .or_insert(0) += 1;
+        if self.request_changed(state, from, attempt) {
+            events.add(Event::RequestChanged);
+        }
     }
 
     fn deliver(&self, state: &mut HandlerState, message: &Message, proc: u8, events: &mut Events) {
@@ -278,7 +285,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             events.add(Event::ParallelRetry);
         }
         let task = Task::Serve { from, attempt };
-        let prefix = self.start(&task);
+        let prefix = self.start(&task, state);
         state.procs[proc as usize] = Some(Job {
             task,
             prefix,
@@ -361,7 +368,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         }
     }
 
-    fn receive(&self, state: &mut HandlerState, message: &Message) {
+    fn receive(&self, state: &mut HandlerState, message: &Message, events: &mut Events) {
         let Message::Response { to, attempt, reply } = message else {
             unreachable!("a response")
         };
@@ -370,24 +377,27 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             return; // an answer to an abandoned attempt
         }
         let operations = self.bodies.len();
-        if status::is_success(reply.status) {
-            finish(
+        // How the client reacts: `world_requests` (2xx succeeds, 409/429/5xx retried, by default).
+        match self.reaction(reply.status) {
+            Reaction::Succeed => finish(
                 state,
                 to.client,
                 Outcome::Succeeded(reply.clone()),
                 operations,
-            );
-        } else if status::is_definite_failure(reply.status) {
-            finish(state, to.client, Outcome::Failed(reply.status), operations);
-        } else if client.attempts < self.max_attempts {
-            let after_conflict = reply.status == status::CONFLICT_IN_PROGRESS;
-            state.clients[to.client as usize].phase = Phase::Ready { after_conflict };
-        } else if reply.status == status::CONFLICT_IN_PROGRESS
-            && self.stays_patient(state, to.client)
-        {
-            state.clients[to.client as usize].phase = Phase::Patient;
-        } else {
-            finish(state, to.client, Outcome::GaveUp, operations);
+            ),
+            Reaction::Fail => finish(state, to.client, Outcome::Failed(reply.status), operations),
+            Reaction::Retry if client.attempts < self.max_attempts => {
+                self.retrying(state, *to, reply.status, events);
+                let after_conflict = reply.status == status::CONFLICT_IN_PROGRESS;
+                state.clients[to.client as usize].phase = Phase::Ready { after_conflict };
+            }
+            Reaction::Retry
+                if reply.status == status::CONFLICT_IN_PROGRESS
+                    && self.stays_patient(state, to.client) =>
+            {
+                state.clients[to.client as usize].phase = Phase::Patient;
+            }
+            Reaction::Retry => finish(state, to.client, Outcome::GaveUp, operations),
         }
     }
 }

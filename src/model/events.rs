@@ -59,6 +59,12 @@ pub enum Event {
     InboxConflict,
     /// Queue worlds: a consumer crashed after its effect committed and before it acked.
     CrashBeforeAck,
+    /// Handler worlds with a request hook: a retry's request (key, body or headers) differs from the attempt
+    /// before it. Not in `SCENARIOS`: no model file can show it.
+    RequestChanged,
+    /// Handler worlds with a reaction: a client retried after a 4xx other than 409 and 429. Not in
+    /// `SCENARIOS` either.
+    ClientErrorRetried,
 }
 
 impl Event {
@@ -106,6 +112,8 @@ impl Event {
             Event::ProducerDeduplicated => "producer-deduplicated",
             Event::InboxConflict => "inbox-conflict",
             Event::CrashBeforeAck => "crash-before-ack",
+            Event::RequestChanged => "request-changed",
+            Event::ClientErrorRetried => "client-error-retried",
             _ => "",
         }
     }

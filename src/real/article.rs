@@ -36,11 +36,7 @@ pub fn article_request() -> Request {
 }
 
 fn request_with_body(body: &str) -> Request {
-    Request {
-        client: "shop-1".to_string(),
-        key: "k-42".to_string(),
-        body: body.to_string(),
-    }
+    Request::new("shop-1", "k-42", body)
 }
 
 /// Run the article's script on a new database at `db_path` with the article's handler under `knobs`.

@@ -126,11 +126,11 @@ pub fn knobs(world: &HttpWorld) -> ArticleKnobs {
 /// The handler's request for a model request: the model's key scope and value as client and key, and the body
 /// as the model file wrote it (so raw and normalised fingerprints match the model's).
 pub fn real_request(world: &HttpWorld, request: &crate::model::Request) -> Request {
-    Request {
-        client: format!("scope-{}", request.key.scope),
-        key: format!("key-{}", request.key.value),
-        body: world.body_text(request.body).to_string(),
-    }
+    Request::new(
+        format!("scope-{}", request.key.scope),
+        format!("key-{}", request.key.value),
+        world.body_text(request.body),
+    )
 }
 
 /// Drives one model world and the article's handler on one real store in lockstep.

@@ -116,11 +116,7 @@ mod tests {
 
     fn send(design: Design, store: &mut Connection, body: &str, lease_ms: u64) -> Reply {
         store.new_request();
-        let request = Request {
-            client: "c1".into(),
-            key: "k1".into(),
-            body: body.into(),
-        };
+        let request = Request::new("c1", "k1", body);
         design.reply(store, &request, lease_ms)
     }
 
@@ -163,11 +159,7 @@ mod tests {
         // does run out frees the key, so the test tells "never expires" from "expired".
         for (ttl_ms, second) in [(u64::MAX, 409), (i64::MAX as u64, 409), (5, 201)] {
             let (mut store, clock, _dir) = store();
-            let request = Request {
-                client: "c1".into(),
-                key: "k1".into(),
-                body: "{}".into(),
-            };
+            let request = Request::new("c1", "k1", "{}");
             assert_eq!(
                 run_to_reply(&Claim(ttl_ms), &mut store, &request).status,
                 201

@@ -204,7 +204,7 @@ async fn create_payment(
     }
     let client =
         header(&headers, &service.config.client_header).unwrap_or_else(|| "anonymous".to_string());
-    let request = Request { client, key, body };
+    let request = Request::new(client, key, body);
     let Ok(_store_slot) = service.in_use.acquire().await else {
         return error(503, "the service is stopping");
     };

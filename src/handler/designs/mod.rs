@@ -23,15 +23,24 @@ pub use ignores_key::IgnoresKey;
 pub use select_then_insert::SelectThenInsert;
 pub use separate_kv::{SeparateKv, SeparateKvTtl, SetThenExpire};
 
-use crate::handler::{Handler, HandlerFaults, HandlerWorld};
+use crate::handler::{Handler, HandlerFaults, HandlerWorld, Request};
+use crate::protocol::KeyPolicy;
 
-/// The handler world with a model file's clients, processes and faults (one operation per client): a handler
-/// checked against the knob model of the same design (`tests/handler_twins.rs`, `benches/handler.rs`).
+/// The handler world with a model file's clients, operations (each body, `same-key-as`), key policy, processes
+/// and faults: a handler checked against the knob model of the same design (`tests/handler_twins.rs`,
+/// `benches/handler.rs`).
 pub fn knob_twin<H: Handler>(handler: H, model: &crate::spec::Model) -> HandlerWorld<H> {
     let world = &model.world;
     let faults = world.faults();
-    let body = world.body_text(world.clients().operations[0].body);
-    HandlerWorld::new(handler, world.clients().count, body)
+    let operations = &world.clients().operations;
+    let bodies: Vec<&str> = operations
+        .iter()
+        .map(|operation| world.body_text(operation.body))
+        .collect();
+    let per_attempt = world.clients().key_policy == KeyPolicy::PerAttempt;
+    let twin = HandlerWorld::new(handler, world.clients().count, bodies[0])
+        .bodies(&bodies)
+        .key_per_attempt(per_attempt)
         .processes(world.processes())
         .max_attempts(world.clients().max_attempts)
         .faults(HandlerFaults {
@@ -44,5 +53,27 @@ pub fn knob_twin<H: Handler>(handler: H, model: &crate::spec::Model) -> HandlerW
             ..HandlerFaults::default()
         })
         // The built-in world's clients give up after their last attempt: compared without fairness.
-        .fair(false)
+        .fair(false);
+    // The model numbers operation keys from 1, the handler world from 0: only `same-key-as` needs a hook (and
+    // a hook's world records more, so the others do without).
+    let keys: Vec<u8> = operations.iter().map(|operation| operation.key).collect();
+    if keys
+        .iter()
+        .enumerate()
+        .all(|(op, key)| *key as usize == op + 1)
+    {
+        return twin;
+    }
+    twin.requests(move |attempt| {
+        let key = keys[attempt.op as usize] - 1;
+        let key = if per_attempt {
+            format!("k{key}-{}", attempt.attempt)
+        } else {
+            format!("k{key}")
+        };
+        Request {
+            key,
+            ..attempt.request()
+        }
+    })
 }
