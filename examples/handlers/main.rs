@@ -20,9 +20,13 @@ mod powertools_2944;
 mod powertools_5714;
 #[path = "provider.rs"]
 mod provider;
+#[path = "medusa_16292.rs"]
+mod medusa_16292;
+#[path = "stroppy_167.rs"]
+mod stroppy_167;
 
 use retrylab::check::{Expected, Model, Report, Verdict};
-use retrylab::handler::{Handler, HandlerFaults, HandlerWorld, RecordsIn, Worker};
+use retrylab::handler::{CallFault, Handler, HandlerFaults, HandlerWorld, RecordsIn, Worker};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -418,6 +422,49 @@ pub fn catalogue(visit: &mut impl Visit) {
         &["crash-after-claim"],
     );
     completers(visit);
+    lost_answers(visit);
+}
+
+/// Calls made whose answers were lost (`CallFault`): a provider capture retried with a fresh key (medusa
+/// #16292), a transaction body run again after its commit's answer was lost (stroppy #167); each next to its fix,
+/// which also survives the call not being made at all.
+fn lost_answers(visit: &mut impl Visit) {
+    use medusa_16292::{FreshCaptureKey, ReservedCaptureKey};
+    use stroppy_167::{RetryCommitBlindly, RetryCommitChecked};
+    let (dup, lost, resolves) = (
+        "no-duplicate-effect",
+        "no-lost-effect",
+        "eventually-resolves",
+    );
+    let capture_lost = || CallFault::answer_lost("capture", 1);
+    visit.design(
+        "medusa-16292-capture-fresh-key",
+        HandlerWorld::new(FreshCaptureKey, 1, BODY).call_faults([capture_lost()]),
+        &[(dup, VIOLATED)],
+        &[],
+    );
+    visit.design(
+        "medusa-16292-capture-fresh-key-fixed",
+        HandlerWorld::new(ReservedCaptureKey, 1, BODY)
+            .faults(faults(|f| f.drop_responses = 1))
+            .call_faults([capture_lost(), CallFault::not_made("capture", 1)]),
+        &[(dup, HOLDS), (lost, HOLDS), (resolves, HOLDS)],
+        &["answer-lost", "provider-retried", "handler-error", "lost-response"],
+    );
+    let commit_lost = || CallFault::answer_lost("COMMIT", 1);
+    visit.design(
+        "stroppy-167-commit-retried",
+        HandlerWorld::new(RetryCommitBlindly, 1, BODY).call_faults([commit_lost()]),
+        &[(dup, VIOLATED)],
+        &[],
+    );
+    visit.design(
+        "stroppy-167-commit-retried-fixed",
+        HandlerWorld::new(RetryCommitChecked, 1, BODY)
+            .call_faults([commit_lost(), CallFault::not_made("COMMIT", 1)]),
+        &[(dup, HOLDS), (lost, HOLDS), (resolves, HOLDS)],
+        &["answer-lost", "handler-error", "replay"],
+    );
 }
 
 /// rocket-rides: a background completer finishes rides whose handler crashed; without it a crash after the

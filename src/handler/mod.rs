@@ -13,6 +13,7 @@ pub mod api;
 pub mod calls;
 pub mod designs;
 pub mod drive;
+pub mod lost;
 #[cfg(feature = "real")]
 pub mod lockstep;
 #[cfg(feature = "real")]
@@ -35,6 +36,7 @@ pub use api::{
     Worker,
 };
 pub use calls::{Answer, Call};
+pub use lost::{CallFault, Failure};
 pub use replay::{next_step, Next, NotDeterministic};
 pub use world::{HandlerFaults, HandlerWorld, RecordsIn};
 

@@ -12,6 +12,7 @@
 
 use super::api::{Activation, Handler, NoWorker, Reply, Request, Worker};
 use super::calls::{Answer, Call};
+use super::lost::{CallFault, CALL_FAULTS_MAX};
 use super::prefix::{Prefix, Prefixes};
 use super::replay::Next;
 use super::shared::Shared;
@@ -60,6 +61,8 @@ pub struct HandlerWorld<H, W = NoWorker> {
     pub(super) worker_prefixes: Prefixes,
     /// For `no-stuck-key`: where the records are, and which are unfinished.
     pub(super) records: Option<Records>,
+    /// Faults of named calls, each with its own budget (`lost`).
+    pub(super) call_faults: Vec<CallFault>,
 }
 
 impl<H: Handler> HandlerWorld<H, NoWorker> {
@@ -81,6 +84,7 @@ impl<H: Handler> HandlerWorld<H, NoWorker> {
             prefixes: Prefixes::default(),
             worker_prefixes: Prefixes::default(),
             records: None,
+            call_faults: Vec::new(),
         }
     }
 }
@@ -104,6 +108,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             records: self.records,
             prefixes: self.prefixes,
             worker_prefixes: Prefixes::default(),
+            call_faults: self.call_faults,
         }
     }
 
@@ -308,6 +313,8 @@ pub struct HandlerState {
     /// Ghost ledger of responses: the first success sent for each operation.
     pub first_success: Shared<BTreeMap<Op, Reply>>,
     pub budgets: [u8; 7],
+    /// What is left of each call fault's budget (`HandlerWorld::call_faults`, in its order).
+    pub call_budgets: [u8; CALL_FAULTS_MAX],
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -344,6 +351,11 @@ pub enum HandlerAction {
     Pause,
     Fail {
         proc: u8,
+    },
+    /// Process `proc`'s next call fails as the world's call fault number `fault` says.
+    CallFault {
+        proc: u8,
+        fault: u8,
     },
 }
 
@@ -389,6 +401,7 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
                 f.pauses,
                 f.call_failures,
             ],
+            call_budgets: self.call_budgets(),
         }
     }
 
@@ -433,7 +446,10 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
             Event::SlowOwner,
             Event::ProviderRetried,
             Event::HandlerError,
-        ] {
+        ]
+        .into_iter()
+        .chain(self.answers_lost().then_some(Event::AnswerLost))
+        {
             properties.push(check::Property::sometimes_observed(
                 scenario.scenario_name(),
                 Events::of(&[scenario]),
@@ -455,6 +471,7 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
             | HandlerAction::Duplicate { .. }
             | HandlerAction::Crash { .. }
             | HandlerAction::Fail { .. }
+            | HandlerAction::CallFault { .. }
             | HandlerAction::Pause => true,
             HandlerAction::Timeout { client } => self.attempt_alive(state, *client),
             _ => false,

@@ -69,6 +69,9 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             HandlerAction::Fail { proc } => {
                 format!("{}'s next store call FAILS", self.proc_name(*proc))
             }
+            HandlerAction::CallFault { proc, fault } => {
+                self.describe_call_fault(before, *proc, *fault)
+            }
             other => format!("{other:?}"),
         };
         if obs.has(Event::DuplicateEffect) {

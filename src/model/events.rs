@@ -59,6 +59,9 @@ pub enum Event {
     InboxConflict,
     /// Queue worlds: a consumer crashed after its effect committed and before it acked.
     CrashBeforeAck,
+    /// Handler worlds: a call was made and its answer lost (`handler::CallFault::answer_lost`). Not in
+    /// `SCENARIOS`: no model-file world has the fault, so no model file can ask for it.
+    AnswerLost,
 }
 
 impl Event {
@@ -106,6 +109,7 @@ impl Event {
             Event::ProducerDeduplicated => "producer-deduplicated",
             Event::InboxConflict => "inbox-conflict",
             Event::CrashBeforeAck => "crash-before-ack",
+            Event::AnswerLost => "answer-lost",
             _ => "",
         }
     }
