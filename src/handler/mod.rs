@@ -4,6 +4,7 @@
 //!
 //! - [`api`]: the store interface, the request and reply, the [`Handler`] and [`Worker`] traits.
 //! - [`calls`]: store calls and answers as data.
+//! - [`lost`]: faults of named calls: not made, or made with the answer lost, each with its own budget.
 //! - [`replay`]: running a handler step by step by replaying its recorded answers.
 //! - [`sim`]: the simulated store the checker runs handlers against.
 //! - [`sqlite`]: the store interface on SQLite; [`drive`]: real handlers run one call at a time.
@@ -42,5 +43,7 @@ pub use world::{HandlerFaults, HandlerWorld, RecordsIn};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod lost_tests;
 #[cfg(test)]
 mod worker_tests;
