@@ -107,7 +107,10 @@ fn every_design_as_declared_and_every_counterexample_the_same_on_sqlite_and_post
         .driven
         .contains(&"completer-without-derived-key no-duplicate-effect".to_string()));
     // Traces with a call made and its answer lost (a provider capture, a commit), on both databases.
-    for name in ["medusa-16292-capture-fresh-key", "stroppy-167-commit-retried"] {
+    for name in [
+        "medusa-16292-capture-fresh-key",
+        "stroppy-167-commit-retried",
+    ] {
         let driven = format!("{name} no-duplicate-effect");
         assert!(replay.driven.contains(&driven), "{:#?}", replay.driven);
     }
@@ -129,9 +132,16 @@ fn medusa_capture_is_made_its_answer_lost_and_captured_again_under_a_fresh_key()
     let made = at("capture {\"amount\":500} with key capt_1: made, its ANSWER IS LOST");
     let deleted = at("delete captures[capt_1]");
     let again = at("capture {\"amount\":500} with key capt_2   <-- DUPLICATE EFFECT");
-    assert!(made.is_some() && deleted.is_some() && again.is_some(), "{text:#?}");
+    assert!(
+        made.is_some() && deleted.is_some() && again.is_some(),
+        "{text:#?}"
+    );
     assert!(made < deleted && deleted < again, "{text:#?}");
-    assert_eq!(again, Some(text.len() - 1), "the duplicate is the last step");
+    assert_eq!(
+        again,
+        Some(text.len() - 1),
+        "the duplicate is the last step"
+    );
     // Not made, however often: a fresh key is harmless when the first capture never happened.
     let not_made = world().call_faults([CallFault::not_made("capture", 2)]);
     let report = not_made.checker().bfs();

@@ -14,14 +14,14 @@ use retrylab::handler::designs::{common, select_then_insert, separate_kv};
 mod completer;
 #[path = "lease_fenced.rs"]
 mod lease_fenced;
+#[path = "medusa_16292.rs"]
+mod medusa_16292;
 #[path = "powertools_2944.rs"]
 mod powertools_2944;
 #[path = "powertools_5714.rs"]
 mod powertools_5714;
 #[path = "provider.rs"]
 mod provider;
-#[path = "medusa_16292.rs"]
-mod medusa_16292;
 #[path = "stroppy_167.rs"]
 mod stroppy_167;
 
@@ -454,7 +454,12 @@ fn lost_answers(visit: &mut impl Visit) {
             .faults(faults(|f| f.drop_responses = 1))
             .call_faults([capture_lost(), CallFault::not_made("capture", 1)]),
         &[(dup, HOLDS), (lost, HOLDS), (resolves, HOLDS)],
-        &["answer-lost", "provider-retried", "handler-error", "lost-response"],
+        &[
+            "answer-lost",
+            "provider-retried",
+            "handler-error",
+            "lost-response",
+        ],
     );
     let commit_lost = || CallFault::answer_lost("COMMIT", 1);
     visit.design(

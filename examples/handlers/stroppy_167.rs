@@ -32,7 +32,9 @@ async fn pay<S: Store>(db: &mut S, request: &Request, checked: bool) -> Result<R
     for _ in 0..2 {
         db.begin().await?;
         let payment = db.insert_effect("payments", &request.body).await?;
-        let recorded = db.insert_if_absent("keys", &key, &completed(payment)).await?;
+        let recorded = db
+            .insert_if_absent("keys", &key, &completed(payment))
+            .await?;
         // Review (#167): without this, a run after a commit whose answer was lost pays again.
         if checked && !recorded {
             db.rollback().await?;

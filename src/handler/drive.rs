@@ -125,7 +125,8 @@ impl<S: Store> Store for Gated<S> {
     }
     async fn insert_if_absent(&mut self, table: &str, key: &str, value: &str) -> StoreResult<bool> {
         let turn = self.turn().await;
-        turn.outcome(self.inner.insert_if_absent(table, key, value)).await
+        turn.outcome(self.inner.insert_if_absent(table, key, value))
+            .await
     }
     async fn get(&mut self, table: &str, key: &str) -> StoreResult<Option<String>> {
         let turn = self.turn().await;
@@ -139,7 +140,8 @@ impl<S: Store> Store for Gated<S> {
         expected: Option<&str>,
     ) -> StoreResult<bool> {
         let turn = self.turn().await;
-        turn.outcome(self.inner.update(table, key, value, expected)).await
+        turn.outcome(self.inner.update(table, key, value, expected))
+            .await
     }
     async fn delete(&mut self, table: &str, key: &str) -> StoreResult<bool> {
         let turn = self.turn().await;
@@ -175,7 +177,8 @@ impl<S: Store> Store for Gated<S> {
         body: &str,
     ) -> StoreResult<String> {
         let turn = self.turn().await;
-        turn.outcome(self.inner.provider_charge(idempotency_key, body)).await
+        turn.outcome(self.inner.provider_charge(idempotency_key, body))
+            .await
     }
     async fn now_ms(&mut self) -> StoreResult<u64> {
         let turn = self.turn().await;

@@ -148,7 +148,10 @@ fn same_counts<B: Backend>(
             "{charges} provider charges for real, {model_charges} in the model"
         ));
     }
-    let (calls, model_calls) = (backend.calls().map_err(|e| e.to_string())?, state.store.calls.len());
+    let (calls, model_calls) = (
+        backend.calls().map_err(|e| e.to_string())?,
+        state.store.calls.len(),
+    );
     if calls != model_calls {
         return Err(format!(
             "{calls} external calls for real, {model_calls} in the model"

@@ -18,9 +18,14 @@ struct Webhook {
 
 impl Handler for Webhook {
     async fn handle<S: Store>(&self, db: &mut S, request: &Request) -> Reply {
-        let key = self.keyed.then(|| format!("{}/{}", request.client, request.key));
+        let key = self
+            .keyed
+            .then(|| format!("{}/{}", request.client, request.key));
         for _ in 0..2 {
-            if let Ok(id) = db.external_call("webhook", key.as_deref(), &request.body).await {
+            if let Ok(id) = db
+                .external_call("webhook", key.as_deref(), &request.body)
+                .await
+            {
                 return Reply::new(201, format!("{{\"webhook\":\"{id}\"}}"));
             }
         }
@@ -71,7 +76,9 @@ fn a_call_not_made_is_harmless_to_retry_with_no_key_at_all() {
 
 #[test]
 fn a_fault_fires_only_on_the_calls_it_names() {
-    let plain = HandlerWorld::new(Webhook { keyed: false }, 1, BODY).checker().bfs();
+    let plain = HandlerWorld::new(Webhook { keyed: false }, 1, BODY)
+        .checker()
+        .bfs();
     let refund = HandlerWorld::new(Webhook { keyed: false }, 1, BODY)
         .call_faults([CallFault::answer_lost("refund", 1)])
         .checker()
@@ -89,7 +96,11 @@ fn before_commit<W: Worker>(world: &HandlerWorld<PayInOneTransaction, W>) -> Han
         from: Op { client: 0, op: 0 },
         attempt: 1,
     };
-    apply(world, &mut state, HandlerAction::DeliverRequest { message, proc: 0 });
+    apply(
+        world,
+        &mut state,
+        HandlerAction::DeliverRequest { message, proc: 0 },
+    );
     apply(world, &mut state, HandlerAction::Step { proc: 0 }); // BEGIN
     let mut enabled = Vec::new();
     world.actions(&state, &mut enabled);
@@ -105,10 +116,8 @@ fn before_commit<W: Worker>(world: &HandlerWorld<PayInOneTransaction, W>) -> Han
 #[test]
 fn a_commit_whose_answer_is_lost_is_durable_and_one_not_made_is_not() {
     let world = |fault: CallFault| {
-        HandlerWorld::new(PayInOneTransaction, 1, BODY).call_faults([
-            CallFault::answer_lost("insert-effect", 1),
-            fault,
-        ])
+        HandlerWorld::new(PayInOneTransaction, 1, BODY)
+            .call_faults([CallFault::answer_lost("insert-effect", 1), fault])
     };
     let fault = HandlerAction::CallFault { proc: 0, fault: 1 };
     let mut outcomes = Vec::new();

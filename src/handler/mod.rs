@@ -14,9 +14,9 @@ pub mod api;
 pub mod calls;
 pub mod designs;
 pub mod drive;
-pub mod lost;
 #[cfg(feature = "real")]
 pub mod lockstep;
+pub mod lost;
 #[cfg(feature = "real")]
 pub mod postgres;
 pub mod prefix;
@@ -42,8 +42,8 @@ pub use replay::{next_step, Next, NotDeterministic};
 pub use world::{HandlerFaults, HandlerWorld, RecordsIn};
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod lost_tests;
+#[cfg(test)]
+mod tests;
 #[cfg(test)]
 mod worker_tests;

@@ -268,7 +268,8 @@ impl Committed {
 
     /// The service named `call` acts once per key (always without one); the id of the call it acted on.
     fn external(&mut self, call: &str, key: Option<&String>, op: Ghost) -> String {
-        let same = |name: &String, charged: &Option<String>| name == call && charged.as_ref() == key;
+        let same =
+            |name: &String, charged: &Option<String>| name == call && charged.as_ref() == key;
         let earlier = key.and_then(|_| (self.calls.iter()).position(|(name, k, _)| same(name, k)));
         let index = earlier.unwrap_or_else(|| {
             self.calls.push((call.to_string(), key.cloned(), op));

@@ -51,15 +51,21 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                     },
                 )
             }))
-            .chain(store.calls.iter().enumerate().map(|(n, (call, key, ghost))| {
-                Row::new(
-                    format!("{call} call #{}", n + 1),
-                    match key {
-                        Some(key) => format!("for {}, idempotency key {key}", op(*ghost)),
-                        None => format!("for {}, no idempotency key", op(*ghost)),
-                    },
-                )
-            }));
+            .chain(
+                store
+                    .calls
+                    .iter()
+                    .enumerate()
+                    .map(|(n, (call, key, ghost))| {
+                        Row::new(
+                            format!("{call} call #{}", n + 1),
+                            match key {
+                                Some(key) => format!("for {}, idempotency key {key}", op(*ghost)),
+                                None => format!("for {}, no idempotency key", op(*ghost)),
+                            },
+                        )
+                    }),
+            );
         let network = (state.network.iter()).map(|(message, copies)| {
             let label = super::world_describe::message_name(message);
             Row::new(label, format!("{copies} copy(ies)"))

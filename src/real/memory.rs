@@ -332,9 +332,7 @@ impl<L: Lock<Tables>> Store for MemoryConnection<L> {
             };
             let index = tables.calls.iter().position(same).unwrap_or_else(|| {
                 let key = idempotency_key.map(str::to_string);
-                tables
-                    .calls
-                    .push((call.to_string(), key, body.to_string()));
+                tables.calls.push((call.to_string(), key, body.to_string()));
                 tables.calls.len() - 1
             });
             let number = tables.calls[..=index]
