@@ -34,7 +34,8 @@ pub struct HandlerFaults {
     /// A busy process paused while the clock jumps by `pause_ms` (leases and TTLs run out meanwhile).
     pub pauses: u8,
     /// A store call fails instead of being made (a timeout, a dropped connection, an exception in the driver):
-    /// the handler gets an error (a failed `commit` rolls the transaction back).
+    /// the handler gets an error (a failed `commit` rolls the transaction back). Faults of named calls only, and
+    /// calls made whose answers are lost, each with a budget of its own: `HandlerWorld::call_faults`.
     pub call_failures: u8,
 }
 
