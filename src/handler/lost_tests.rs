@@ -163,3 +163,66 @@ fn more_call_faults_than_the_state_keeps_are_refused() {
     let _ = HandlerWorld::new(PayInOneTransaction, 1, BODY)
         .call_faults((0..5).map(|_| CallFault::not_made("COMMIT", 1)));
 }
+
+/// Makes named calls in a fixed order and answers their ids, comma-separated.
+struct NamedCalls;
+
+const NAMED: [(&str, Option<&str>); 5] = [
+    ("capture", Some("k1")),
+    ("capture", Some("k1")),
+    ("capture", None),
+    ("webhook", Some("k1")),
+    ("capture", Some("k2")),
+];
+
+impl Handler for NamedCalls {
+    async fn handle<S: Store>(&self, db: &mut S, _request: &Request) -> Reply {
+        let mut ids = Vec::new();
+        for (call, key) in NAMED {
+            ids.push(db.external_call(call, key, "{}").await.unwrap_or_default());
+        }
+        Reply::new(201, ids.join(","))
+    }
+}
+
+/// The simulated store, SQLite and the in-memory store number a service's calls alike (a lockstep run compares
+/// replies that carry these ids), and a repeat of a (name, key) is answered with its first call.
+#[cfg(feature = "real")]
+#[test]
+fn every_store_numbers_named_calls_per_name_and_answers_a_repeated_key_with_the_first() {
+    use crate::real::{MemoryStore, StdLock, Tables};
+    let expected = "capture_1,capture_1,capture_2,webhook_1,capture_3";
+    let mut committed = super::sim::Committed::default();
+    let simulated: Vec<String> = NAMED
+        .iter()
+        .map(|(call, key)| {
+            let call = Call::External {
+                call: call.to_string(),
+                idempotency_key: key.map(str::to_string),
+                body: "{}".to_string(),
+            };
+            match committed.execute(0, 0, &call, &mut None) {
+                Answer::Text(id) => id,
+                other => panic!("{other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(simulated.join(","), expected);
+    assert_eq!(committed.calls.len(), 4);
+    let request = Request {
+        client: "c0".into(),
+        key: "k0".into(),
+        body: BODY.into(),
+    };
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("calls.db");
+    super::sqlite::SqliteStore::create(&path).unwrap();
+    let mut sqlite = super::sqlite::SqliteStore::open(&path, Clock::default()).unwrap();
+    let reply = super::drive::run_to_reply(&NamedCalls, &mut sqlite, &request);
+    assert_eq!(reply.body, expected);
+    assert_eq!(sqlite.calls_total().unwrap(), 4);
+    let memory = std::sync::Arc::new(MemoryStore::<StdLock<Tables>>::new(Clock::default()));
+    let reply = super::drive::run_to_reply(&NamedCalls, &mut memory.connect(), &request);
+    assert_eq!(reply.body, expected);
+    assert_eq!(memory.snapshot().calls.len(), 4);
+}
