@@ -54,12 +54,14 @@ impl Visit for Replay {
                     Some(path.len()),
                     "{name}: the duplicate at the model's last step"
                 );
-                // ... and for real: the last step added an effect row or a provider charge.
+                // ... and for real: the last step added an effect row, a provider charge or an external call.
                 let grew = |per_step: &[usize]| {
                     per_step[per_step.len() - 1] > per_step[per_step.len() - 2]
                 };
                 assert!(
-                    grew(&on_sqlite.effects_per_step) || grew(&on_sqlite.charges_per_step),
+                    grew(&on_sqlite.effects_per_step)
+                        || grew(&on_sqlite.charges_per_step)
+                        || grew(&on_sqlite.calls_per_step),
                     "{name}: {on_sqlite:?}"
                 );
             }
@@ -68,7 +70,7 @@ impl Visit for Replay {
                 let params = server.params();
                 let mut client = postgres::Client::connect(&params, postgres::NoTls).unwrap();
                 client
-                    .batch_execute("DROP TABLE IF EXISTS handler_rows, handler_effects, handler_kv, handler_charges")
+                    .batch_execute("DROP TABLE IF EXISTS handler_rows, handler_effects, handler_kv, handler_charges, handler_calls")
                     .unwrap();
                 let backend = PostgresBackend::create(&params).unwrap();
                 assert_eq!(
@@ -104,6 +106,47 @@ fn every_design_as_declared_and_every_counterexample_the_same_on_sqlite_and_post
     assert!(replay
         .driven
         .contains(&"completer-without-derived-key no-duplicate-effect".to_string()));
+    // Traces with a call made and its answer lost (a provider capture, a commit), on both databases.
+    for name in [
+        "medusa-16292-capture-fresh-key",
+        "stroppy-167-commit-retried",
+    ] {
+        let driven = format!("{name} no-duplicate-effect");
+        assert!(replay.driven.contains(&driven), "{:#?}", replay.driven);
+    }
+}
+
+/// The shortest double capture of medusa #16292 reads as the bug report: the capture is made under the first
+/// fresh key, its answer is lost, the row is deleted and the retry captures again under a second key. With the
+/// capture only ever not made (no lost answer) the same code holds: the lost answer is the bug's cause.
+#[test]
+fn medusa_capture_is_made_its_answer_lost_and_captured_again_under_a_fresh_key() {
+    use retrylab::handler::CallFault;
+    let world = || HandlerWorld::new(handlers::medusa_fresh_capture_key(), 1, "{\"amount\":500}");
+    let lost = world().call_faults([CallFault::answer_lost("capture", 1)]);
+    let report = lost.checker().bfs();
+    let path = report.counterexample("no-duplicate-effect").expect("found");
+    let run = retrylab::check::timeline(&lost, path).expect("a found path replays");
+    let text: Vec<String> = run.steps.into_iter().map(|step| step.text).collect();
+    let at = |needle: &str| text.iter().position(|line| line.contains(needle));
+    let made = at("capture {\"amount\":500} with key capt_1: made, its ANSWER IS LOST");
+    let deleted = at("delete captures[capt_1]");
+    let again = at("capture {\"amount\":500} with key capt_2   <-- DUPLICATE EFFECT");
+    assert!(
+        made.is_some() && deleted.is_some() && again.is_some(),
+        "{text:#?}"
+    );
+    assert!(made < deleted && deleted < again, "{text:#?}");
+    assert_eq!(
+        again,
+        Some(text.len() - 1),
+        "the duplicate is the last step"
+    );
+    // Not made, however often: a fresh key is harmless when the first capture never happened.
+    let not_made = world().call_faults([CallFault::not_made("capture", 2)]);
+    let report = not_made.checker().bfs();
+    assert_eq!(report.verdict("no-duplicate-effect"), Verdict::Holds);
+    assert!(report.reached("handler-error"), "the failure was reached");
 }
 
 /// A handler design walked by hand in the explorer's server (`--example handlers -- --explore DESIGN ADDR`): the

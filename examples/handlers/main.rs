@@ -16,6 +16,8 @@ mod completer;
 mod idempot_js_182;
 #[path = "lease_fenced.rs"]
 pub mod lease_fenced;
+#[path = "medusa_16292.rs"]
+mod medusa_16292;
 #[path = "powertools_2944.rs"]
 mod powertools_2944;
 #[path = "powertools_5714.rs"]
@@ -32,9 +34,11 @@ mod time_designs;
 mod visibility_timeout;
 #[path = "requests.rs"]
 pub mod requests;
+#[path = "stroppy_167.rs"]
+mod stroppy_167;
 
 use retrylab::check::{Expected, Model, Report, Verdict};
-use retrylab::handler::{Handler, HandlerFaults, HandlerWorld, RecordsIn, Worker};
+use retrylab::handler::{CallFault, Handler, HandlerFaults, HandlerWorld, RecordsIn, Worker};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -78,6 +82,11 @@ pub fn article_handler() -> article::Article {
 /// Select-then-insert's handler.
 pub fn select_then_insert_handler() -> select_then_insert::SelectThenInsert {
     select_then_insert::SelectThenInsert
+}
+
+/// Medusa #16292's capture with a fresh key per try.
+pub fn medusa_fresh_capture_key() -> medusa_16292::FreshCaptureKey {
+    medusa_16292::FreshCaptureKey
 }
 
 /// What is done with each design of the catalogue.
@@ -434,6 +443,7 @@ pub fn catalogue(visit: &mut impl Visit) {
     time_designs::designs(visit);
     overwrites(visit);
     requests::catalogue(visit);
+    lost_answers(visit);
 }
 
 /// idempot-js #182: a claim by plain SET after a lookup overwrites a racing claim (the timeline prints the value
@@ -458,6 +468,53 @@ fn overwrites(visit: &mut impl Visit) {
         world(true),
         &[(dup, HOLDS)],
         &["parallel-retry", "conflict"],
+    );
+}
+
+/// Calls made whose answers were lost (`CallFault`): a provider capture retried with a fresh key (medusa
+/// #16292), a transaction body run again after its commit's answer was lost (stroppy #167); each next to its fix,
+/// which also survives the call not being made at all.
+fn lost_answers(visit: &mut impl Visit) {
+    use medusa_16292::{FreshCaptureKey, ReservedCaptureKey};
+    use stroppy_167::{RetryCommitBlindly, RetryCommitChecked};
+    let (dup, lost, resolves) = (
+        "no-duplicate-effect",
+        "no-lost-effect",
+        "eventually-resolves",
+    );
+    let capture_lost = || CallFault::answer_lost("capture", 1);
+    visit.design(
+        "medusa-16292-capture-fresh-key",
+        HandlerWorld::new(FreshCaptureKey, 1, BODY).call_faults([capture_lost()]),
+        &[(dup, VIOLATED)],
+        &[],
+    );
+    visit.design(
+        "medusa-16292-capture-fresh-key-fixed",
+        HandlerWorld::new(ReservedCaptureKey, 1, BODY)
+            .faults(faults(|f| f.drop_responses = 1))
+            .call_faults([capture_lost(), CallFault::not_made("capture", 1)]),
+        &[(dup, HOLDS), (lost, HOLDS), (resolves, HOLDS)],
+        &[
+            "answer-lost",
+            "provider-retried",
+            "handler-error",
+            "lost-response",
+        ],
+    );
+    let commit_lost = || CallFault::answer_lost("COMMIT", 1);
+    visit.design(
+        "stroppy-167-commit-retried",
+        HandlerWorld::new(RetryCommitBlindly, 1, BODY).call_faults([commit_lost()]),
+        &[(dup, VIOLATED)],
+        &[],
+    );
+    visit.design(
+        "stroppy-167-commit-retried-fixed",
+        HandlerWorld::new(RetryCommitChecked, 1, BODY)
+            .call_faults([commit_lost(), CallFault::not_made("COMMIT", 1)]),
+        &[(dup, HOLDS), (lost, HOLDS), (resolves, HOLDS)],
+        &["answer-lost", "handler-error", "replay"],
     );
 }
 

@@ -168,6 +168,16 @@ pub trait Store {
     ) -> StoreResult<String>;
     /// The current time in milliseconds (logical in the checker: only lease and TTL expiries move it).
     async fn now_ms(&mut self) -> StoreResult<u64>;
+    /// A call to another service, by its name: the provider's `capture` or `refund`, a `webhook` to a
+    /// merchant. Outside any transaction, like `provider_charge`, and counted the same way: each call the
+    /// service acts on is an effect of the operation; with a key it acts once per (name, key) and answers a
+    /// repeat with the first call's id. Returns that id, `NAME_N` (the N-th call of that name it acted on).
+    async fn external_call(
+        &mut self,
+        call: &str,
+        idempotency_key: Option<&str>,
+        body: &str,
+    ) -> StoreResult<String>;
 }
 
 /// A request handler: the server's logic, written once.

@@ -55,6 +55,12 @@ pub enum Call {
         body: String,
     },
     Now,
+    /// A call to another service by its name (`capture`, `refund`, `webhook`): see `Store::external_call`.
+    External {
+        call: String,
+        idempotency_key: Option<String>,
+        body: String,
+    },
 }
 
 /// What a call returned.
@@ -89,6 +95,15 @@ impl Call {
             Call::KvExpire { .. } => "kv-expire",
             Call::ProviderCharge { .. } => "provider-charge",
             Call::Now => "now",
+            Call::External { .. } => "external-call",
+        }
+    }
+
+    /// What a call fault names (`CallFault`): an external call's own name (`capture`), any other call's `name`.
+    pub fn kind(&self) -> &str {
+        match self {
+            Call::External { call, .. } => call,
+            other => other.name(),
         }
     }
 
@@ -129,6 +144,14 @@ impl Call {
             } => match idempotency_key {
                 Some(key) => format!("{name} {body} with key {key}"),
                 None => format!("{name} {body} without a key"),
+            },
+            Call::External {
+                call,
+                idempotency_key,
+                body,
+            } => match idempotency_key {
+                Some(key) => format!("{call} {body} with key {key}"),
+                None => format!("{call} {body} without a key"),
             },
         }
     }

@@ -27,7 +27,33 @@ pub fn run_to_reply<H: Handler, S: Store>(handler: &H, store: &mut S, request: &
 pub struct Gate {
     allowed: Rc<Cell<usize>>,
     made: Rc<Cell<usize>>,
-    fail_next: Rc<Cell<bool>>,
+    fail_next: Rc<Cell<Turn>>,
+}
+
+/// How the next call allowed through goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Turn {
+    /// It is made and answered.
+    #[default]
+    Made,
+    /// It fails without being made.
+    NotMade,
+    /// It is made, and the handler gets the same error as for `NotMade` (a timeout: it cannot tell which).
+    AnswerLost,
+}
+
+impl Turn {
+    /// The handler's result of `call` (a lazy future: not polled, the call is not made).
+    async fn outcome<T>(self, call: impl Future<Output = StoreResult<T>>) -> StoreResult<T> {
+        match self {
+            Turn::Made => call.await,
+            Turn::NotMade => Err(injected()),
+            Turn::AnswerLost => {
+                let _ = call.await;
+                Err(injected())
+            }
+        }
+    }
 }
 
 impl Gate {
@@ -37,7 +63,12 @@ impl Gate {
 
     /// Let the next call through as a failure: it is not made, and the handler gets an error.
     pub fn fail_one(&self) {
-        self.fail_next.set(true);
+        self.next_one(Turn::NotMade);
+    }
+
+    /// Let the next call through as `turn` says.
+    pub fn next_one(&self, turn: Turn) {
+        self.fail_next.set(turn);
         self.allow_one();
     }
 
@@ -57,12 +88,12 @@ impl<S> Gated<S> {
         Gated { inner, gate }
     }
 
-    /// Wait until one more call is allowed, then count it; whether it is to fail.
-    async fn turn(&self) -> bool {
+    /// Wait until one more call is allowed, then count it; how it goes.
+    async fn turn(&self) -> Turn {
         std::future::poll_fn(|_| {
             if self.gate.made.get() < self.gate.allowed.get() {
                 self.gate.made.set(self.gate.made.get() + 1);
-                Poll::Ready(self.gate.fail_next.replace(false))
+                Poll::Ready(self.gate.fail_next.take())
             } else {
                 Poll::Pending
             }
@@ -77,36 +108,29 @@ fn injected() -> StoreError {
 
 impl<S: Store> Store for Gated<S> {
     async fn begin(&mut self) -> StoreResult<()> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.begin().await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.begin()).await
     }
     async fn commit(&mut self) -> StoreResult<()> {
-        if self.turn().await {
+        let turn = self.turn().await;
+        if turn == Turn::NotMade {
             // A commit that fails loses the transaction, as in the simulated store.
             let _ = self.inner.rollback().await;
-            return Err(injected());
         }
-        self.inner.commit().await
+        turn.outcome(self.inner.commit()).await
     }
     async fn rollback(&mut self) -> StoreResult<()> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.rollback().await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.rollback()).await
     }
     async fn insert_if_absent(&mut self, table: &str, key: &str, value: &str) -> StoreResult<bool> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.insert_if_absent(table, key, value).await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.insert_if_absent(table, key, value))
+            .await
     }
     async fn get(&mut self, table: &str, key: &str) -> StoreResult<Option<String>> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.get(table, key).await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.get(table, key)).await
     }
     async fn update(
         &mut self,
@@ -115,68 +139,60 @@ impl<S: Store> Store for Gated<S> {
         value: &str,
         expected: Option<&str>,
     ) -> StoreResult<bool> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.update(table, key, value, expected).await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.update(table, key, value, expected))
+            .await
     }
     async fn delete(&mut self, table: &str, key: &str) -> StoreResult<bool> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.delete(table, key).await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.delete(table, key)).await
     }
     async fn scan(&mut self, table: &str) -> StoreResult<Vec<String>> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.scan(table).await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.scan(table)).await
     }
     async fn insert_effect(&mut self, table: &str, value: &str) -> StoreResult<u64> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.insert_effect(table, value).await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.insert_effect(table, value)).await
     }
     async fn kv_set(&mut self, key: &str, value: &str, mode: SetMode) -> StoreResult<bool> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.kv_set(key, value, mode).await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.kv_set(key, value, mode)).await
     }
     async fn kv_get(&mut self, key: &str) -> StoreResult<Option<String>> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.kv_get(key).await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.kv_get(key)).await
     }
     async fn kv_del(&mut self, key: &str) -> StoreResult<bool> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.kv_del(key).await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.kv_del(key)).await
     }
     async fn kv_expire(&mut self, key: &str, ttl_ms: u64) -> StoreResult<bool> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.kv_expire(key, ttl_ms).await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.kv_expire(key, ttl_ms)).await
     }
     async fn provider_charge(
         &mut self,
         idempotency_key: Option<&str>,
         body: &str,
     ) -> StoreResult<String> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.provider_charge(idempotency_key, body).await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.provider_charge(idempotency_key, body))
+            .await
     }
     async fn now_ms(&mut self) -> StoreResult<u64> {
-        if self.turn().await {
-            return Err(injected());
-        }
-        self.inner.now_ms().await
+        let turn = self.turn().await;
+        turn.outcome(self.inner.now_ms()).await
+    }
+    async fn external_call(
+        &mut self,
+        call: &str,
+        idempotency_key: Option<&str>,
+        body: &str,
+    ) -> StoreResult<String> {
+        let turn = self.turn().await;
+        turn.outcome(self.inner.external_call(call, idempotency_key, body))
+            .await
     }
 }
 
@@ -208,12 +224,13 @@ impl<'a> Running<'a> {
     /// Let the handler make its next call (`fail`: the call fails instead of being made), or return; its reply
     /// once it has one.
     pub fn step(&mut self, fail: bool) -> Option<&Reply> {
+        self.step_as(if fail { Turn::NotMade } else { Turn::Made })
+    }
+
+    /// Let the handler make its next call as `turn` says (made, not made, or made with its answer lost).
+    pub fn step_as(&mut self, turn: Turn) -> Option<&Reply> {
         if self.reply.is_none() {
-            if fail {
-                self.gate.fail_one();
-            } else {
-                self.gate.allow_one();
-            }
+            self.gate.next_one(turn);
             let mut context = Context::from_waker(Waker::noop());
             if let Poll::Ready(reply) = self.future.as_mut().poll(&mut context) {
                 self.reply = Some(reply);

@@ -6,7 +6,8 @@
 //! each on its own connection: a wake starts its run, a crash drops it.
 
 use super::api::{Activation, Clock, Handler, Reply, Store, StoreResult, Worker};
-use super::drive::Running;
+use super::drive::{Running, Turn};
+use super::lost::Failure;
 use super::world::{no_request, HandlerAction, HandlerState, HandlerWorld, Message};
 use crate::check::Model;
 
@@ -21,6 +22,8 @@ pub trait Backend {
     fn charges(&self) -> StoreResult<usize>;
     /// The clock every connection reads.
     fn clock(&self) -> &Clock;
+    /// Calls other services acted on (`Store::external_call`).
+    fn calls(&self) -> StoreResult<usize>;
 }
 
 /// What the lockstep run saw.
@@ -34,6 +37,8 @@ pub struct Lockstep {
     pub model_duplicate_at: Option<usize>,
     /// The replies sent (real and model alike), with their steps.
     pub replies: Vec<(usize, Reply)>,
+    /// Calls other services acted on after each step, real (likewise).
+    pub calls_per_step: Vec<usize>,
 }
 
 /// Drive `actions` of `world` against `backend`, step by step; an error names the step where real code and
@@ -93,6 +98,16 @@ pub fn drive<H: Handler, W: Worker, B: Backend>(
                     .ok_or_else(|| fail(step, "no handler running".into()))?
                     .step(true);
             }
+            HandlerAction::CallFault { proc, fault } => {
+                let turn = match world.call_faults[*fault as usize].failure {
+                    Failure::NotMade => Turn::NotMade,
+                    Failure::AnswerLost => Turn::AnswerLost,
+                };
+                live[*proc as usize]
+                    .as_mut()
+                    .ok_or_else(|| fail(step, "no handler running".into()))?
+                    .step_as(turn);
+            }
             _ => {}
         }
         same_counts(backend, &state, &mut seen).map_err(|what| fail(step, what))?;
@@ -133,8 +148,18 @@ fn same_counts<B: Backend>(
             "{charges} provider charges for real, {model_charges} in the model"
         ));
     }
+    let (calls, model_calls) = (
+        backend.calls().map_err(|e| e.to_string())?,
+        state.store.calls.len(),
+    );
+    if calls != model_calls {
+        return Err(format!(
+            "{calls} external calls for real, {model_calls} in the model"
+        ));
+    }
     seen.effects_per_step.push(effects);
     seen.charges_per_step.push(charges);
+    seen.calls_per_step.push(calls);
     Ok(())
 }
 
@@ -168,6 +193,9 @@ impl Backend for SqliteBackend {
     }
     fn charges(&self) -> StoreResult<usize> {
         self.observer.charges_total()
+    }
+    fn calls(&self) -> StoreResult<usize> {
+        self.observer.calls_total()
     }
     fn clock(&self) -> &Clock {
         &self.clock
@@ -205,6 +233,9 @@ impl Backend for PostgresBackend {
     }
     fn charges(&self) -> StoreResult<usize> {
         self.observer.borrow_mut().charges_total()
+    }
+    fn calls(&self) -> StoreResult<usize> {
+        self.observer.borrow_mut().calls_total()
     }
     fn clock(&self) -> &Clock {
         &self.clock

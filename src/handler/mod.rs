@@ -4,6 +4,7 @@
 //!
 //! - [`api`]: the store interface, the request and reply, the [`Handler`] and [`Worker`] traits.
 //! - [`calls`]: store calls and answers as data.
+//! - [`lost`]: faults of named calls: not made, or made with the answer lost, each with its own budget.
 //! - [`replay`]: running a handler step by step by replaying its recorded answers.
 //! - [`sim`]: the simulated store the checker runs handlers against.
 //! - [`sqlite`]: the store interface on SQLite; [`drive`]: real handlers run one call at a time.
@@ -16,6 +17,7 @@ pub mod designs;
 pub mod drive;
 #[cfg(feature = "real")]
 pub mod lockstep;
+pub mod lost;
 #[cfg(feature = "real")]
 pub mod postgres;
 pub mod prefix;
@@ -39,11 +41,14 @@ pub use api::{
     Worker,
 };
 pub use calls::{Answer, Call};
+pub use lost::{CallFault, Failure};
 pub use replay::{next_step, Next, NotDeterministic};
 pub use world::{HandlerFaults, HandlerWorld, RecordsIn};
 pub use world_trace::Made;
 pub use world_requests::{Attempt, Reaction};
 
+#[cfg(test)]
+mod lost_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -15,6 +15,9 @@ const SCHEMA: &str = "
         key TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at_ms BIGINT);
     CREATE TABLE IF NOT EXISTS handler_charges (
         id BIGSERIAL PRIMARY KEY, idempotency_key TEXT UNIQUE, body TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS handler_calls (
+        call TEXT NOT NULL, number BIGINT NOT NULL, idempotency_key TEXT, body TEXT NOT NULL,
+        PRIMARY KEY (call, number), UNIQUE (call, idempotency_key));
 ";
 
 /// The advisory lock `begin` takes (any fixed number: one writer at a time).
@@ -62,6 +65,14 @@ impl PostgresStore {
     pub fn charges_total(&mut self) -> StoreResult<usize> {
         self.client
             .query_one("SELECT COUNT(*) FROM handler_charges", &[])
+            .map(|row| row.get::<_, i64>(0) as usize)
+            .map_err(refused)
+    }
+
+    /// Calls other services acted on (`external_call`), all names.
+    pub fn calls_total(&mut self) -> StoreResult<usize> {
+        self.client
+            .query_one("SELECT COUNT(*) FROM handler_calls", &[])
             .map(|row| row.get::<_, i64>(0) as usize)
             .map_err(refused)
     }
@@ -271,5 +282,32 @@ impl Store for PostgresStore {
 
     async fn now_ms(&mut self) -> StoreResult<u64> {
         self.now()
+    }
+
+    async fn external_call(
+        &mut self,
+        call: &str,
+        idempotency_key: Option<&str>,
+        body: &str,
+    ) -> StoreResult<String> {
+        // Numbered per name (the simulated store's `NAME_N`), not by a sequence, which a conflict would advance.
+        self.changed(
+            "INSERT INTO handler_calls (call, number, idempotency_key, body)
+             SELECT $1::TEXT, COUNT(*) + 1, $2::TEXT, $3::TEXT FROM handler_calls WHERE call = $1::TEXT
+             ON CONFLICT DO NOTHING",
+            &[&call, &idempotency_key, &body],
+        )?;
+        let row = match idempotency_key {
+            Some(key) => self.client.query_one(
+                "SELECT number FROM handler_calls WHERE call = $1 AND idempotency_key = $2",
+                &[&call, &key],
+            ),
+            None => self.client.query_one(
+                "SELECT MAX(number) FROM handler_calls WHERE call = $1",
+                &[&call],
+            ),
+        };
+        let number: i64 = row.map_err(refused)?.get(0);
+        Ok(format!("{call}_{number}"))
     }
 }

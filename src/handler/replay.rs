@@ -232,6 +232,23 @@ impl Store for ReplayStore<'_> {
     async fn now_ms(&mut self) -> StoreResult<u64> {
         number(self.exchange(Call::Now).await)
     }
+    async fn external_call(
+        &mut self,
+        call: &str,
+        idempotency_key: Option<&str>,
+        body: &str,
+    ) -> StoreResult<String> {
+        let (call, body) = (call.to_string(), body.to_string());
+        let idempotency_key = idempotency_key.map(str::to_string);
+        text(
+            self.exchange(Call::External {
+                call,
+                idempotency_key,
+                body,
+            })
+            .await,
+        )
+    }
 }
 
 /// Errors of a store call as the handler sees them.
@@ -288,5 +305,15 @@ pub async fn perform<S: Store>(store: &mut S, call: &Call) -> Answer {
                 .map(Answer::Text),
         ),
         Call::Now => answer(store.now_ms().await.map(Answer::Time)),
+        Call::External {
+            call,
+            idempotency_key,
+            body,
+        } => answer(
+            store
+                .external_call(call, idempotency_key.as_deref(), body)
+                .await
+                .map(Answer::Text),
+        ),
     }
 }

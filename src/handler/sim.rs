@@ -34,6 +34,8 @@ pub struct Committed {
     pub now_ms: u64,
     /// The process holding the write lock.
     pub writer: Option<u8>,
+    /// Calls other services acted on (`Call::External`): (name, idempotency key, operation).
+    pub calls: Shared<Vec<(String, Option<String>, Ghost)>>,
 }
 
 /// A process's open transaction: what it wrote, not yet committed (copy-on-write, as the committed state).
@@ -66,6 +68,16 @@ impl Committed {
         self.charges
             .iter()
             .filter(|(_, owner)| *owner == op)
+            .count()
+    }
+
+    /// The calls named as `call` (an external call; 0 for any other) acted on so far for an operation.
+    pub fn calls_of(&self, op: Ghost, call: &Call) -> usize {
+        let Call::External { call, .. } = call else {
+            return 0;
+        };
+        (self.calls.iter())
+            .filter(|(name, _, owner)| name == call && *owner == op)
             .count()
     }
 
@@ -164,6 +176,7 @@ impl Committed {
             || self.kv != other.kv
             || self.effects != other.effects
             || self.charges != other.charges
+            || self.calls != other.calls
     }
 
     fn row_call(&self, txn: &mut Txn, op: Ghost, call: &Call) -> Answer {
@@ -244,8 +257,28 @@ impl Committed {
                 Answer::Text(format!("ch_{}", index + 1))
             }
             Call::Now => Answer::Time(now),
+            Call::External {
+                call,
+                idempotency_key,
+                ..
+            } => Answer::Text(self.external(call, idempotency_key.as_ref(), op)),
             _ => unreachable!("calls outside a transaction only"),
         }
+    }
+
+    /// The service named `call` acts once per key (always without one); the id of the call it acted on.
+    fn external(&mut self, call: &str, key: Option<&String>, op: Ghost) -> String {
+        let same =
+            |name: &String, charged: &Option<String>| name == call && charged.as_ref() == key;
+        let earlier = key.and_then(|_| (self.calls.iter()).position(|(name, k, _)| same(name, k)));
+        let index = earlier.unwrap_or_else(|| {
+            self.calls.push((call.to_string(), key.cloned(), op));
+            self.calls.len() - 1
+        });
+        let number = (self.calls[..=index].iter())
+            .filter(|(name, _, _)| name == call)
+            .count();
+        format!("{call}_{number}")
     }
 
     fn kv_set(&mut self, key: &str, value: &str, mode: SetMode) -> bool {

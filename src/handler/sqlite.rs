@@ -25,6 +25,9 @@ const SIDE_SCHEMA: &str = "
         key TEXT PRIMARY KEY, value TEXT NOT NULL, expires_at_ms INTEGER);
     CREATE TABLE IF NOT EXISTS handler_charges (
         id INTEGER PRIMARY KEY AUTOINCREMENT, idempotency_key TEXT UNIQUE, body TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS handler_calls (
+        call TEXT NOT NULL, number INTEGER NOT NULL, idempotency_key TEXT, body TEXT NOT NULL,
+        PRIMARY KEY (call, number), UNIQUE (call, idempotency_key));
 ";
 
 pub struct SqliteStore {
@@ -95,6 +98,16 @@ impl SqliteStore {
     pub fn charges_total(&self) -> StoreResult<usize> {
         self.side
             .query_row("SELECT COUNT(*) FROM handler_charges", [], |row| {
+                row.get::<_, i64>(0)
+            })
+            .map(|count| count as usize)
+            .map_err(refused)
+    }
+
+    /// Calls other services acted on (`external_call`), all names.
+    pub fn calls_total(&self) -> StoreResult<usize> {
+        self.side
+            .query_row("SELECT COUNT(*) FROM handler_calls", [], |row| {
                 row.get::<_, i64>(0)
             })
             .map(|count| count as usize)
@@ -290,6 +303,34 @@ impl Store for SqliteStore {
 
     async fn now_ms(&mut self) -> StoreResult<u64> {
         self.now()
+    }
+
+    async fn external_call(
+        &mut self,
+        call: &str,
+        idempotency_key: Option<&str>,
+        body: &str,
+    ) -> StoreResult<String> {
+        // Numbered per name (the simulated store's `NAME_N`); a repeat of a (name, key) inserts nothing.
+        self.side_changed(
+            "INSERT OR IGNORE INTO handler_calls (call, number, idempotency_key, body)
+             SELECT ?1, COUNT(*) + 1, ?2, ?3 FROM handler_calls WHERE call = ?1",
+            params![call, idempotency_key, body],
+        )?;
+        let number: i64 = match idempotency_key {
+            Some(key) => self.side.query_row(
+                "SELECT number FROM handler_calls WHERE call = ?1 AND idempotency_key = ?2",
+                params![call, key],
+                |row| row.get(0),
+            ),
+            None => self.side.query_row(
+                "SELECT MAX(number) FROM handler_calls WHERE call = ?1",
+                params![call],
+                |row| row.get(0),
+            ),
+        }
+        .map_err(refused)?;
+        Ok(format!("{call}_{number}"))
     }
 }
 

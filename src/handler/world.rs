@@ -13,6 +13,7 @@
 
 use super::api::{Activation, Handler, NoWorker, Reply, Request, Worker};
 use super::calls::{Answer, Call};
+use super::lost::{CallFault, CALL_FAULTS_MAX};
 use super::prefix::{Prefix, Prefixes};
 use super::replay::Next;
 use super::shared::Shared;
@@ -36,7 +37,8 @@ pub struct HandlerFaults {
     /// A busy process paused while the clock jumps by `pause_ms` (leases and TTLs run out meanwhile).
     pub pauses: u8,
     /// A store call fails instead of being made (a timeout, a dropped connection, an exception in the driver):
-    /// the handler gets an error (a failed `commit` rolls the transaction back).
+    /// the handler gets an error (a failed `commit` rolls the transaction back). Faults of named calls only, and
+    /// calls made whose answers are lost, each with a budget of its own: `HandlerWorld::call_faults`.
     pub call_failures: u8,
 }
 
@@ -69,6 +71,8 @@ pub struct HandlerWorld<H, W = NoWorker> {
     pub(super) fair: bool,
     /// The user's request hook and reactions (`world_requests`).
     pub(super) hooks: Hooks,
+    /// Faults of named calls, each with its own budget (`lost`).
+    pub(super) call_faults: Vec<CallFault>,
 }
 
 impl<H: Handler> HandlerWorld<H, NoWorker> {
@@ -93,6 +97,7 @@ impl<H: Handler> HandlerWorld<H, NoWorker> {
             expiries: None,
             fair: true,
             hooks: Hooks::default(),
+            call_faults: Vec::new(),
         }
     }
 }
@@ -119,6 +124,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             expiries: self.expiries,
             fair: self.fair,
             hooks: self.hooks,
+            call_faults: self.call_faults,
         }
     }
 
@@ -339,6 +345,8 @@ pub struct HandlerState {
     /// Ghost ledger of responses: the first success sent for each operation.
     pub first_success: Shared<BTreeMap<Op, Reply>>,
     pub budgets: [u8; 7],
+    /// What is left of each call fault's budget (`HandlerWorld::call_faults`, in its order).
+    pub call_budgets: [u8; CALL_FAULTS_MAX],
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -380,6 +388,11 @@ pub enum HandlerAction {
     },
     /// At rest, time passes: the clock moves to the next lease or TTL expiry, patient clients ask again.
     Later,
+    /// Process `proc`'s next call fails as the world's call fault number `fault` says.
+    CallFault {
+        proc: u8,
+        fault: u8,
+    },
 }
 
 /// Every operation ended in one success or one definite failure (a property's predicate: it takes the world).
@@ -425,6 +438,7 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
                 f.pauses,
                 f.call_failures,
             ],
+            call_budgets: self.call_budgets(),
         }
     }
 
@@ -472,7 +486,10 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
             Event::SlowOwner,
             Event::ProviderRetried,
             Event::HandlerError,
-        ] {
+        ]
+        .into_iter()
+        .chain(self.answers_lost().then_some(Event::AnswerLost))
+        {
             properties.push(check::Property::sometimes_observed(
                 scenario.scenario_name(),
                 Events::of(&[scenario]),
@@ -494,6 +511,7 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
             | HandlerAction::Duplicate { .. }
             | HandlerAction::Crash { .. }
             | HandlerAction::Fail { .. }
+            | HandlerAction::CallFault { .. }
             | HandlerAction::Pause => true,
             HandlerAction::Timeout { client } => self.attempt_alive(state, *client),
             _ => false,

@@ -78,6 +78,9 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 format!("{}'s next store call FAILS", self.proc_name(*proc))
             }
             HandlerAction::Later => self.describe_later(before),
+            HandlerAction::CallFault { proc, fault } => {
+                self.describe_call_fault(before, *proc, *fault)
+            }
             other => format!("{other:?}"),
         };
         text.push_str(&self.notes(before, action, after));

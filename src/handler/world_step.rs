@@ -108,6 +108,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 }
             }
         }
+        self.enabled_call_faults(state, out);
     }
 
     /// Whether the client's current attempt is still on its way (request, handler, or response).
@@ -195,6 +196,9 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 self.fail_call(state, *proc);
             }
             HandlerAction::Later => self.later(state),
+            HandlerAction::CallFault { proc, fault } => {
+                self.call_fault(state, *proc, *fault, &mut events)
+            }
         }
         events
     }
@@ -226,7 +230,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     }
 
     /// The process's next call fails without being made; a failed commit loses the transaction.
-    fn fail_call(&self, state: &mut HandlerState, proc: u8) {
+    pub(super) fn fail_call(&self, state: &mut HandlerState, proc: u8) {
         let mut job = state.procs[proc as usize].take().expect("a busy process");
         let Next::Call(call) = job.next() else {
             unreachable!("a process waiting on a call")
@@ -294,22 +298,24 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     }
 
     /// The process makes its next store call, or sends its reply (a worker: ends its run).
-    fn run_call(&self, state: &mut HandlerState, proc: u8, events: &mut Events) {
+    pub(super) fn run_call(&self, state: &mut HandlerState, proc: u8, events: &mut Events) {
         let mut job = state.procs[proc as usize].take().expect("a busy process");
         let op = job.task.ghost();
         let prefix = job.prefix.clone();
         match prefix.next() {
             Next::Call(call) => {
                 let (effects, charges) = (state.store.effects_of(op), state.store.charges_of(op));
+                let calls = state.store.calls_of(op, call);
                 let answer = state.store.execute(proc, op, call, &mut job.txn);
                 if op != NO_OPERATION {
                     if state.store.effects_of(op) > effects.max(1)
                         || state.store.charges_of(op) > charges.max(1)
+                        || state.store.calls_of(op, call) > calls.max(1)
                     {
                         events.add(Event::DuplicateEffect);
                     }
                     // Called again for the operation, whether or not the provider charged again.
-                    if matches!(call, Call::ProviderCharge { .. }) && charges > 0 {
+                    if (matches!(call, Call::ProviderCharge { .. }) && charges > 0) || calls > 0 {
                         events.add(Event::ProviderRetried);
                     }
                 }
@@ -339,7 +345,9 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     ) {
         let (from, attempt) = job.task.serving().expect("a server process");
         if status::is_success(reply.status) {
-            if state.store.effects_of(from.ghost()) + state.store.charges_of(from.ghost()) == 0 {
+            let ghost = from.ghost();
+            let calls = state.store.calls.iter().filter(|(_, _, op)| *op == ghost);
+            if state.store.effects_of(ghost) + state.store.charges_of(ghost) + calls.count() == 0 {
                 events.add(Event::SuccessWithoutEffect);
             }
             match state.first_success.get(&from) {

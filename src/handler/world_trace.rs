@@ -63,6 +63,7 @@ fn kind(call: &Call) -> &'static str {
             expected: Some(_), ..
         } => "update-if-holds",
         Call::KvSet { mode, .. } if mode.if_absent => "kv-set-nx",
+        Call::External { call, .. } => intern(call),
         other => other.name(),
     }
 }
@@ -79,6 +80,9 @@ fn key_of(call: &Call) -> Option<String> {
         | Call::KvDel { key }
         | Call::KvExpire { key, .. } => Some(key.clone()),
         Call::ProviderCharge {
+            idempotency_key, ..
+        }
+        | Call::External {
             idempotency_key, ..
         } => idempotency_key.clone(),
         Call::Begin | Call::Commit | Call::Rollback | Call::Now => None,
@@ -136,7 +140,9 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                     format!("{name} is not in flight here")
                 }
             }
-            HandlerAction::Crash { proc } | HandlerAction::Fail { proc } => format!(
+            HandlerAction::Crash { proc }
+            | HandlerAction::Fail { proc }
+            | HandlerAction::CallFault { proc, .. } => format!(
                 "{} is idle here, or its budget is spent",
                 self.proc_label(*proc)
             ),

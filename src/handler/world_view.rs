@@ -50,7 +50,22 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                         None => format!("for {}, no idempotency key", op(*ghost)),
                     },
                 )
-            }));
+            }))
+            .chain(
+                store
+                    .calls
+                    .iter()
+                    .enumerate()
+                    .map(|(n, (call, key, ghost))| {
+                        Row::new(
+                            format!("{call} call #{}", n + 1),
+                            match key {
+                                Some(key) => format!("for {}, idempotency key {key}", op(*ghost)),
+                                None => format!("for {}, no idempotency key", op(*ghost)),
+                            },
+                        )
+                    }),
+            );
         let network = (state.network.iter()).map(|(message, copies)| {
             let label = super::world_describe::message_name(message);
             Row::new(label, format!("{copies} copy(ies)"))
@@ -106,7 +121,11 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         let budgets = names
             .iter()
             .zip(state.budgets)
-            .map(|(name, left)| Row::new(*name, format!("{left} left")));
+            .map(|(name, left)| Row::new(*name, format!("{left} left")))
+            .chain(
+                (self.call_faults.iter().zip(state.call_budgets))
+                    .map(|(fault, left)| Row::new(fault.name(), format!("{left} left"))),
+            );
         let mut view = check::StateView::default();
         view.panel("Store", rows)
             .panel("Effects and provider charges", effects.collect())

@@ -65,6 +65,9 @@ pub enum Event {
     /// Handler worlds with a reaction: a client retried after a 4xx other than 409 and 429. Not in
     /// `SCENARIOS` either.
     ClientErrorRetried,
+    /// Handler worlds: a call was made and its answer lost (`handler::CallFault::answer_lost`). Not in
+    /// `SCENARIOS`: no model-file world has the fault, so no model file can ask for it.
+    AnswerLost,
 }
 
 impl Event {
@@ -114,6 +117,7 @@ impl Event {
             Event::CrashBeforeAck => "crash-before-ack",
             Event::RequestChanged => "request-changed",
             Event::ClientErrorRetried => "client-error-retried",
+            Event::AnswerLost => "answer-lost",
             _ => "",
         }
     }

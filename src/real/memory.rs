@@ -24,6 +24,8 @@ pub struct Tables {
     pub kv: BTreeMap<String, (String, Option<u64>)>,
     /// Provider charges: (idempotency key, body).
     pub charges: Vec<(Option<String>, String)>,
+    /// Calls other services acted on (`Store::external_call`): (name, idempotency key, body).
+    pub calls: Vec<(String, Option<String>, String)>,
     /// The connection holding the write flag.
     writer: Option<u64>,
     connections: u64,
@@ -317,5 +319,27 @@ impl<L: Lock<Tables>> Store for MemoryConnection<L> {
     }
     async fn now_ms(&mut self) -> StoreResult<u64> {
         Ok(self.store.clock.now_ms())
+    }
+    async fn external_call(
+        &mut self,
+        call: &str,
+        idempotency_key: Option<&str>,
+        body: &str,
+    ) -> StoreResult<String> {
+        Ok(self.kv(|tables, _| {
+            let same = |(name, key, _): &(String, Option<String>, String)| {
+                name == call && idempotency_key.is_some() && key.as_deref() == idempotency_key
+            };
+            let index = tables.calls.iter().position(same).unwrap_or_else(|| {
+                let key = idempotency_key.map(str::to_string);
+                tables.calls.push((call.to_string(), key, body.to_string()));
+                tables.calls.len() - 1
+            });
+            let number = tables.calls[..=index]
+                .iter()
+                .filter(|(name, _, _)| name == call)
+                .count();
+            format!("{call}_{number}")
+        }))
     }
 }

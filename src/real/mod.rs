@@ -58,6 +58,9 @@ impl<L: Lock<Tables> + 'static> crate::handler::lockstep::Backend for MemoryBack
     fn charges(&self) -> StoreResult<usize> {
         Ok(self.store.snapshot().charges.len())
     }
+    fn calls(&self) -> StoreResult<usize> {
+        Ok(self.store.snapshot().calls.len())
+    }
     fn clock(&self) -> &Clock {
         self.store.clock()
     }

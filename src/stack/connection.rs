@@ -235,4 +235,16 @@ impl Store for Connection {
     async fn now_ms(&mut self) -> StoreResult<u64> {
         db_call!(self, "now", now_ms())
     }
+    async fn external_call(
+        &mut self,
+        call: &str,
+        idempotency_key: Option<&str>,
+        body: &str,
+    ) -> StoreResult<String> {
+        db_call!(
+            self,
+            "external-call",
+            external_call(call, idempotency_key, body)
+        )
+    }
 }
