@@ -21,7 +21,8 @@
  *   have no duplications, so an attempt's request is in flight at most once.
  * - It holds at most one response per client, for the attempt the client waits for: a server answers only the
  *   current attempt (is_current_attempt) and a client leaving an attempt purges its responses (purge_abandoned).
- * - Tokens are stored as token + 1 in a job (0: none), as retrylab's Option<u8>.
+ * - Tokens are stored as token + 1 in a job (0: none), as retrylab's Option<u8>. They are per key: ver[] is the
+ *   version column of each key's row (the last token issued for it; 0: never claimed), as retrylab's versions.
  * - The ghost ledger is the payments table (pay[], npay) and first_success; the safety properties are asserts
  *   at the transitions where retrylab raises their events; the two liveness properties are asserts at quiescent
  *   states (no action enabled but faults), where retrylab judges them.
@@ -74,14 +75,14 @@ byte ja[PROCS];
 byte jtok[PROCS];        /* token + 1, 0: holds no claim */
 byte jcode[PROCS];       /* at RESPOND: the answer */
 byte jpay[PROCS];
-/* the store: one record per client (per-client keys, one operation each), payments, token sequence */
+/* the store: one record per client (per-client keys, one operation each), payments, the keys' versions */
 byte rec[CLIENTS];
 byte rec_tok[CLIENTS];
 bit rec_exp[CLIENTS];
 byte rec_pay[CLIENTS];
 byte pay[PMAX];          /* the payments table: the client of each committed payment; a payment's id is index + 1 */
 byte npay;
-byte next_token;
+byte ver[CLIENTS];       /* the key's version: the last claim token issued for it */
 /* ghost ledger of responses: the first success payload sent per operation */
 bit fs[CLIENTS];
 byte fs_pay[CLIENTS];
@@ -119,15 +120,15 @@ hidden byte t_c, t_a, t_code, t_pay, t_n, t_i;
 /* attempt_alive: something of the client's current attempt is still on its way */
 #define ATTEMPT_ALIVE(c) ((req[c] & (1 << attempts[c])) != 0 \
     || (resp[c] != NO_MSG && resp_att[c] == attempts[c]) || IN_SERVER(c, attempts[c]))
-/* owner_alive: a live process holds claim t and has not committed */
-#define HOLDS(p, t) (step[p] != IDLE && step[p] != RESPOND && jtok[p] == (t) + 1)
-#define OWNER_ALIVE(t) (HOLDS(0, t) || HOLDS(1, t))
+/* owner_alive: a live process holds claim t on client c's key and has not committed */
+#define HOLDS(p, c, t) (step[p] != IDLE && step[p] != RESPOND && jc[p] == (c) && jtok[p] == (t) + 1)
+#define OWNER_ALIVE(c, t) (HOLDS(0, c, t) || HOLDS(1, c, t))
 /* may_send, with Retry-After: after a 409, wait while the key is in_progress under a live lease */
 #define CAN_SEND(c) ((phase[c] == READY || phase[c] == READY_409) && charged[c] < MAX_ATTEMPTS \
     && !(phase[c] == READY_409 && rec[c] == IN_PROGRESS && !rec_exp[c]))
 #define CAN_TIME_OUT(c) (phase[c] == WAITING && (!ATTEMPT_ALIVE(c) || early_to > 0))
 #define LEASE_LIVE(c) (rec[c] == IN_PROGRESS && !rec_exp[c])
-#define CAN_EXPIRE(c) (LEASE_LIVE(c) && (!OWNER_ALIVE(rec_tok[c]) || pauses > 0))
+#define CAN_EXPIRE(c) (LEASE_LIVE(c) && (!OWNER_ALIVE(c, rec_tok[c]) || pauses > 0))
 /* the lowest-numbered idle process takes a delivered request (idle processes are interchangeable) */
 #define LOWEST_IDLE(p) (step[p] == IDLE && ((p) == 0 || step[0] != IDLE))
 
@@ -135,7 +136,7 @@ hidden byte t_c, t_a, t_code, t_pay, t_n, t_i;
    delivery, a lease running out on a dead owner. */
 #define CLIENT_MOVES(c) (CAN_SEND(c) || (phase[c] == WAITING && !ATTEMPT_ALIVE(c)) || resp[c] != NO_MSG \
     || (req[c] != 0 && (step[0] == IDLE || step[1] == IDLE)) \
-    || (LEASE_LIVE(c) && !OWNER_ALIVE(rec_tok[c])))
+    || (LEASE_LIVE(c) && !OWNER_ALIVE(c, rec_tok[c])))
 #if CLIENTS == 1
 #define MOVES_BUT_FAULTS (CLIENT_MOVES(0) || step[0] != IDLE || step[1] != IDLE)
 #define NO_STUCK_KEY (!LEASE_LIVE(0))
@@ -230,10 +231,10 @@ inline claim(p) {
     if
     :: rec[t_c] == FREE || (rec[t_c] == IN_PROGRESS && rec_exp[t_c]) ->
         if :: rec[t_c] == IN_PROGRESS -> HOOK_TAKEOVER :: else -> skip fi;
-        rec[t_c] = IN_PROGRESS; rec_tok[t_c] = next_token; rec_exp[t_c] = 0; rec_pay[t_c] = 0;
-        jtok[p] = next_token + 1;
-        assert(next_token < 254);
-        next_token++;
+        assert(ver[t_c] < 254);
+        ver[t_c]++;
+        rec[t_c] = IN_PROGRESS; rec_tok[t_c] = ver[t_c]; rec_exp[t_c] = 0; rec_pay[t_c] = 0;
+        jtok[p] = ver[t_c] + 1;
         step[p] = EFFECT
     :: rec[t_c] == IN_PROGRESS && !rec_exp[t_c] -> respond(p, C409, 0)
     :: rec[t_c] == COMPLETED -> respond(p, C200, rec_pay[t_c])
@@ -277,7 +278,7 @@ end:
     :: d_step { resp[ME] != NO_MSG && drop_resp > 0 -> drop_resp--; purge(ME) }
     /* the lease on this client's key runs out: a pause (a fault) when its owner is alive, otherwise time */
     :: d_step { CAN_EXPIRE(ME) ->
-        if :: OWNER_ALIVE(rec_tok[ME]) -> pauses--; HOOK_SLOW_OWNER :: else -> skip fi;
+        if :: OWNER_ALIVE(ME, rec_tok[ME]) -> pauses--; HOOK_SLOW_OWNER :: else -> skip fi;
         rec_exp[ME] = 1 }
     od
 }

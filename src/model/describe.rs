@@ -298,7 +298,12 @@ impl HttpWorld {
     /// select-then-insert (or a SET without NX): the write goes through whatever was written since the SELECT,
     /// so say when it overwrote a record.
     fn insert_text(&self, before: &State, after: &State, job: &Job, who: &str) -> String {
-        let token = after.store.next_token.saturating_sub(1);
+        let token = after
+            .store
+            .versions
+            .get(&job.request.key)
+            .copied()
+            .unwrap_or(0);
         let key_name = self.key_name(job.request.key);
         let previous = before.store.records.get(&job.request.key);
         let overwritten = match previous.map(|record| record.status) {

@@ -188,7 +188,11 @@ impl Writer<'_> {
         for owner in &store.payments {
             self.op(*owner);
         }
-        self.byte(store.next_token);
+        self.count(store.versions.len());
+        for (key, version) in &store.versions {
+            self.key(*key);
+            self.byte(*version);
+        }
         self.count(store.provider_charges.len());
         for (owner, key) in &store.provider_charges {
             self.op(*owner);
@@ -382,7 +386,12 @@ impl Reader<'_> {
             let op = self.op();
             store.payments.push(op);
         }
-        store.next_token = self.byte();
+        store.versions.clear();
+        for _ in 0..self.byte() {
+            let key = self.key();
+            let version = self.byte();
+            store.versions.push_last(key, version);
+        }
         store.provider_charges.clear();
         for _ in 0..self.byte() {
             let charge = (self.op(), self.key());

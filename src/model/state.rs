@@ -175,8 +175,11 @@ pub struct Store {
     /// The payments table: one row per committed effect, with the operation it belongs to (the ghost ledger of
     /// effects). A payment's id is its position + 1.
     pub payments: SmallVec<[OpRef; 4]>,
-    /// The claim-token sequence.
-    pub next_token: u8,
+    /// Fencing tokens, one sequence per key: the version column of the key's row, the last token issued for it.
+    /// It outlives the row: a key deleted (on error, by its TTL) keeps its version here as a tombstone, so the
+    /// next claim of the key gets a later token than any claim before it and a stale owner stays fenced. Per
+    /// key, not global, so that claims of different keys do not order each other.
+    pub versions: SortedMap<Key, u8, 4>,
     /// Charges made at the external provider, with the operation and the key they were made for.
     pub provider_charges: SmallVec<[(OpRef, Key); 2]>,
 }
@@ -223,7 +226,7 @@ impl Clone for Store {
         Store {
             records: self.records.clone(),
             payments: SmallVec::from_slice(&self.payments),
-            next_token: self.next_token,
+            versions: self.versions.clone(),
             provider_charges: SmallVec::from_slice(&self.provider_charges),
         }
     }
@@ -232,7 +235,7 @@ impl Clone for Store {
     fn clone_from(&mut self, source: &Self) {
         self.records.clone_from(&source.records);
         copy_items(&mut self.payments, &source.payments);
-        self.next_token = source.next_token;
+        self.versions.clone_from(&source.versions);
         copy_items(&mut self.provider_charges, &source.provider_charges);
     }
 }
@@ -285,11 +288,14 @@ impl State {
             .count()
     }
 
-    /// Whether some live process holds claim `token` (and has not committed yet).
-    pub fn owner_alive(&self, token: u8) -> bool {
+    /// Whether some live process holds claim `token` on `key` (and has not committed yet). Tokens are per key:
+    /// a job holding the same number on another key is another claim.
+    pub fn owner_alive(&self, key: Key, token: u8) -> bool {
         self.procs.iter().any(|proc| match proc {
             Proc::Busy(job) => {
-                job.token == Some(token) && !matches!(job.step, JobStep::Respond { .. })
+                job.token == Some(token)
+                    && job.request.key == key
+                    && !matches!(job.step, JobStep::Respond { .. })
             }
             Proc::Idle => false,
         })

@@ -137,7 +137,7 @@ impl<S: Server> WorldOf<S> {
                     lease_expired: false,
                 } = record.status
                 {
-                    if !state.owner_alive(token) || state.budgets[PAUSES] > 0 {
+                    if !state.owner_alive(*key, token) || state.budgets[PAUSES] > 0 {
                         out.push(Action::ExpireLease { key: *key });
                     }
                 }
@@ -157,7 +157,7 @@ impl<S: Server> WorldOf<S> {
             Action::Timeout { client } => attempt_alive(state, *client),
             Action::ExpireLease { key } => {
                 match state.store.records.get(key).map(|record| record.status) {
-                    Some(RecordStatus::InProgress { token, .. }) => state.owner_alive(token),
+                    Some(RecordStatus::InProgress { token, .. }) => state.owner_alive(*key, token),
                     _ => false,
                 }
             }
@@ -528,7 +528,7 @@ fn duplicate_message(state: &mut State, message: Message, events: &mut Events) {
 /// The lease on `key` runs out: a pause (a fault) when its owner is alive, otherwise just time.
 fn expire_lease(state: &mut State, key: Key, events: &mut Events) {
     let alive = match state.store.records.get(&key).map(|record| record.status) {
-        Some(RecordStatus::InProgress { token, .. }) => state.owner_alive(token),
+        Some(RecordStatus::InProgress { token, .. }) => state.owner_alive(key, token),
         _ => false,
     };
     if alive {

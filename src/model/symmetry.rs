@@ -179,6 +179,10 @@ impl Relabel {
             *key = self.key(scope, *key);
             record.op = self.op(record.op);
         });
+        state
+            .store
+            .versions
+            .rewrite(|key, _| *key = self.key(scope, *key));
         for op in state.store.payments.iter_mut() {
             *op = self.op(*op);
         }
@@ -213,8 +217,8 @@ fn permute<T>(items: &mut [T], map: &[u8]) {
 ///
 /// Arrays of `CLIENTS_MAX`, not vectors: this runs on every transition of a symmetric search.
 fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
-    const KINDS: usize = 6;
-    let (messages, jobs, records, payments, charges, firsts) = (0, 1, 2, 3, 4, 5);
+    const KINDS: usize = 7;
+    let (messages, jobs, records, payments, charges, firsts, versions) = (0, 1, 2, 3, 4, 5, 6);
     let clients = state.clients.len();
     let mut sums = [[0u64; KINDS]; CLIENTS_MAX];
     let mut add = |client: u8, kind: usize, item: u64| {
@@ -268,6 +272,13 @@ fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
         // A per-client key names its client too.
         if scope == KeyScope::PerClient && key.scope != record.op.client {
             add(key.scope, records, item);
+        }
+    }
+    // A per-client key's version names its client; a global key's names none (every relabelling keeps it).
+    if scope == KeyScope::PerClient {
+        for (key, version) in &state.store.versions {
+            let item = word([key.value, *version, 0, 0, 0, 0, 0, 0]);
+            add(key.scope, versions, item_hash(&[item]));
         }
     }
     for (index, op) in state.store.payments.iter().enumerate() {

@@ -94,10 +94,12 @@ where
             .iter()
             .map(|(key, record)| Row::new(self.key(*key), self.record_text(record)))
             .collect();
-        rows.push(Row::new(
-            "next claim token",
-            state.store.next_token.to_string(),
-        ));
+        rows.extend(state.store.versions.iter().map(|(key, version)| {
+            Row::new(
+                format!("{} version", self.key(*key)),
+                format!("last claim token {version}"),
+            )
+        }));
         rows
     }
 
