@@ -23,14 +23,19 @@
  *   current attempt (is_current_attempt) and a client leaving an attempt purges its responses (purge_abandoned).
  * - Tokens are stored as token + 1 in a job (0: none), as retrylab's Option<u8>. They are per key: ver[] is the
  *   version column of each key's row (the last token issued for it; 0: never claimed), as retrylab's versions.
- * - The ghost ledger is the payments table (pay[], npay) and first_success; the safety properties are asserts
+ * - The ghost ledger is the payments table (npay[]: payments per operation; a payment's id names its operation
+ *   and execution number, PAYMENT) and first_success; the safety properties are asserts
  *   at the transitions where retrylab raises their events; the two liveness properties are asserts at quiescent
  *   states (no action enabled but faults), where retrylab judges them.
  */
 
 #define PROCS 2
-#define PMAX 8          /* payment rows the encoding has room for */
 #define ATTEMPTS_MAX 7  /* attempt numbers fit the request bit set of a byte (bit 0 unused) */
+/* A payment's id, as retrylab's Payment: the operation (here its client: one operation each) and its execution
+   number within it, 1-based, as one byte (0: no payment). Not a position in commit order. */
+#define EXECUTIONS_MAX 7
+#define PAYMENT(c, n) ((c) * 8 + (n))
+#define PAID_CLIENT(id) ((id) / 8)
 
 /* client phases */
 #define READY 0
@@ -80,8 +85,7 @@ byte rec[CLIENTS];
 byte rec_tok[CLIENTS];
 bit rec_exp[CLIENTS];
 byte rec_pay[CLIENTS];
-byte pay[PMAX];          /* the payments table: the client of each committed payment; a payment's id is index + 1 */
-byte npay;
+byte npay[CLIENTS];      /* the payments table as retrylab's ledger counts it: payments committed per operation */
 byte ver[CLIENTS];       /* the key's version: the last claim token issued for it */
 /* ghost ledger of responses: the first success payload sent per operation */
 bit fs[CLIENTS];
@@ -93,7 +97,7 @@ byte early_to = EARLY_TIMEOUTS;
 byte pauses = PAUSES;
 
 /* temporaries of one d_step, not part of the state */
-hidden byte t_c, t_a, t_code, t_pay, t_n, t_i;
+hidden byte t_c, t_a, t_code, t_pay, t_n;
 
 /* Scenario hooks: compiled with -DREACH_<NAME>, reaching the scenario is an assertion violation, which is how
    the bench shows that SPIN's search reaches it. */
@@ -154,12 +158,7 @@ hidden byte t_c, t_a, t_code, t_pay, t_n, t_i;
 
 /* t_n = effects_of(client c): the payments committed for its operation */
 inline count_effects(c) {
-    t_n = 0;
-    t_i = 0;
-    do
-    :: t_i < npay -> if :: pay[t_i] == c -> t_n++ :: else -> skip fi; t_i++
-    :: else -> break
-    od
+    t_n = npay[c]
 }
 
 /* purge_abandoned: leaving its attempt closes the client's connection, responses to it are gone */
@@ -209,7 +208,7 @@ inline respond(p, code, payload) {
     :: t_code == C201 || t_code == C200 ->
         count_effects(t_c);
         assert(t_n > 0);                                   /* no-lost-effect */
-        assert(t_pay == 0 || pay[t_pay - 1] == t_c);       /* no-cross-client-response */
+        assert(t_pay == 0 || PAID_CLIENT(t_pay) == t_c);  /* no-cross-client-response */
         if
         :: fs[t_c] -> assert(fs_pay[t_c] == t_pay)         /* consistent-replay */
         :: else -> fs[t_c] = 1; fs_pay[t_c] = t_pay
@@ -248,11 +247,10 @@ inline commit(p) {
     :: !FENCING || (rec[t_c] == IN_PROGRESS && rec_tok[t_c] + 1 == jtok[p]) ->
         count_effects(t_c);
         assert(t_n == 0);                                  /* no-duplicate-effect */
-        assert(npay < PMAX);
-        pay[npay] = t_c;
-        npay++;
-        rec[t_c] = COMPLETED; rec_tok[t_c] = 0; rec_exp[t_c] = 0; rec_pay[t_c] = npay;
-        step[p] = RESPOND; jcode[p] = C201; jpay[p] = npay
+        assert(npay[t_c] < EXECUTIONS_MAX);
+        npay[t_c]++;
+        rec[t_c] = COMPLETED; rec_tok[t_c] = 0; rec_exp[t_c] = 0; rec_pay[t_c] = PAYMENT(t_c, npay[t_c]);
+        step[p] = RESPOND; jcode[p] = C201; jpay[p] = PAYMENT(t_c, npay[t_c])
     :: else ->
         HOOK_FENCED;
         step[p] = CLAIM; jtok[p] = 0

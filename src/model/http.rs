@@ -203,7 +203,7 @@ impl HttpWorld {
         state: &mut State,
         proc: u8,
         mut job: Job,
-        payload: Option<u8>,
+        payload: Option<Payment>,
         events: &mut Events,
     ) {
         let request = job.request;
@@ -254,7 +254,7 @@ fn claim_token(state: &State, key: &Key) -> Option<u8> {
     }
 }
 
-fn record_view(record: &Record) -> RecordState<(u16, Option<u8>)> {
+fn record_view(record: &Record) -> RecordState<(u16, Option<Payment>)> {
     match record.status {
         RecordStatus::InProgress { lease_expired, .. } => RecordState::InProgress { lease_expired },
         RecordStatus::Completed { code, payload } => RecordState::Completed {

@@ -384,12 +384,16 @@ impl<S: Server> WorldOf<S> {
         state: &mut State,
         op: OpRef,
         events: &mut Events,
-    ) -> Option<u8> {
-        if state.effects_of(op) > 0 {
+    ) -> Option<Payment> {
+        let executions = state.store.payments.get_or_insert(op, 0);
+        if *executions > 0 {
             events.add(Event::DuplicateEffect);
         }
-        state.store.payments.push(op);
-        Some(state.store.payments.len() as u8)
+        *executions += 1;
+        Some(Payment {
+            op,
+            execution: *executions,
+        })
     }
 
     /// Write `request`'s record as completed with 201 and `payload` (an idempotency record, an inbox row).
@@ -397,7 +401,7 @@ impl<S: Server> WorldOf<S> {
         &self,
         state: &mut State,
         request: &Request,
-        payload: Option<u8>,
+        payload: Option<Payment>,
     ) {
         let record = Record {
             fingerprint: self.fingerprints[request.body as usize],
@@ -426,7 +430,7 @@ impl<S: Server> WorldOf<S> {
         proc: u8,
         request: &Request,
         code: u16,
-        payload: Option<u8>,
+        payload: Option<Payment>,
         events: &mut Events,
     ) {
         if status::is_success(code) {
@@ -435,8 +439,7 @@ impl<S: Server> WorldOf<S> {
                 events.add(Event::SuccessWithoutEffect);
             }
             if let Some(payment) = payload {
-                let owner = state.store.payments[payment as usize - 1];
-                if owner.client != op.client {
+                if payment.op.client != op.client {
                     events.add(Event::CrossClientResponse);
                 }
             }
