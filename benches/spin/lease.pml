@@ -12,7 +12,7 @@
  * Every action is one d_step, so a SPIN state is a retrylab state (no intermediate states), and every field
  * that is meaningless (an idle process's job, an empty response slot, a free record) is zeroed, so the encoding
  * is one-to-one: partial-order reduction removes nothing (every step reads or writes globals), and SPIN stores
- * exactly the states retrylab visits (368,532 here). Only SPIN's dead-variable elimination differs: out_pay is
+ * exactly the states retrylab visits (186,704 here). Only SPIN's dead-variable elimination differs: out_pay is
  * never read, so in the unfenced twins, where it can be 1 or 2 with all else equal, SPIN merges those states
  * unless run with spin -o2 (run.sh count does; tests/spin_twin.rs compares the counts).
  *
@@ -133,8 +133,8 @@ hidden byte t_c, t_a, t_code, t_pay, t_n;
 #define CAN_TIME_OUT(c) (phase[c] == WAITING && (!ATTEMPT_ALIVE(c) || early_to > 0))
 #define LEASE_LIVE(c) (rec[c] == IN_PROGRESS && !rec_exp[c])
 #define CAN_EXPIRE(c) (LEASE_LIVE(c) && (!OWNER_ALIVE(c, rec_tok[c]) || pauses > 0))
-/* the lowest-numbered idle process takes a delivered request (idle processes are interchangeable) */
-#define LOWEST_IDLE(p) (step[p] == IDLE && ((p) == 0 || step[0] != IDLE))
+/* any idle process may take a delivered request */
+#define IS_IDLE(p) (step[p] == IDLE)
 
 /* Non-fault actions of client c (and of what concerns its key): a send, a timeout of a lost attempt, a
    delivery, a lease running out on a dead owner. */
@@ -259,7 +259,7 @@ inline commit(p) {
 
 /* ---- the processes: every alternative is one action of retrylab's world ---- */
 
-#define DELIVER(c, a) :: d_step { LOWEST_IDLE(ME) && (req[c] & (1 << (a))) != 0 -> \
+#define DELIVER(c, a) :: d_step { IS_IDLE(ME) && (req[c] & (1 << (a))) != 0 -> \
     req[c] = req[c] ^ (1 << (a)); step[ME] = CLAIM; jc[ME] = c; ja[ME] = a; jtok[ME] = 0 }
 #define DELIVER_ANY(c) DELIVER(c, 1) DELIVER(c, 2) DELIVER(c, 3) DELIVER(c, 4) DELIVER(c, 5) \
     DELIVER(c, 6) DELIVER(c, 7)

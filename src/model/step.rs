@@ -65,11 +65,18 @@ impl<S: Server> WorldOf<S> {
                 ClientPhase::Done => {}
             }
         }
-        let idle = state.procs.iter().position(|proc| *proc == Proc::Idle);
         for message in state.network.keys() {
             match message {
                 Message::Request(request) => {
-                    if let Some(proc) = idle {
+                    // Any idle process may take it: deliveries to different processes then commute. Under
+                    // symmetry the choices are one state (idle processes are alike), so they cost transitions,
+                    // not states.
+                    for (proc, _) in state
+                        .procs
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, proc)| **proc == Proc::Idle)
+                    {
                         out.push(Action::DeliverRequest {
                             request: *request,
                             proc: proc as u8,
