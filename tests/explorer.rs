@@ -454,9 +454,11 @@ async fn read_the_report(client: &Client, index: &Path) {
         value(client, "Properties", "no-duplicate-effect").await,
         "not violated so far"
     );
-    assert!(row(client, "Payments and provider charges", "payment C1.op1 #2")
-        .await
-        .is_none());
+    assert!(
+        row(client, "Payments and provider charges", "payment C1.op1 #2")
+            .await
+            .is_none()
+    );
 }
 
 /// Once loaded, the page is at its top with the slider in view, though the last step is the one selected: the

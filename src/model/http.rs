@@ -130,7 +130,9 @@ impl HttpWorld {
                 {
                     // With a lease the 409 is honest until the lease runs out (the server cannot tell a dead
                     // owner from a slow one); without one, a dead owner's 409 never ends.
-                    if !state.owner_alive(request.key, token) && !self.server.protocol.lease.is_some() {
+                    if !state.owner_alive(request.key, token)
+                        && !self.server.protocol.lease.is_some()
+                    {
                         events.add(Event::ConflictWithoutOwner);
                     }
                 }

@@ -303,7 +303,10 @@ impl State {
     }
 
     pub fn effects_of(&self, op: OpRef) -> usize {
-        self.store.payments.get(&op).map_or(0, |count| *count as usize)
+        self.store
+            .payments
+            .get(&op)
+            .map_or(0, |count| *count as usize)
     }
 
     /// Whether some live process holds claim `token` on `key` (and has not committed yet). Tokens are per key:

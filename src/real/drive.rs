@@ -545,7 +545,10 @@ fn payment_id(body: &str) -> u64 {
 /// its rank among that operation's real payments (ids grow in commit order).
 fn payment_named(ledger: &BTreeMap<u64, OpRef>, id: u64) -> Option<Payment> {
     let op = *ledger.get(&id)?;
-    let execution = ledger.range(..=id).filter(|(_, owner)| **owner == op).count();
+    let execution = ledger
+        .range(..=id)
+        .filter(|(_, owner)| **owner == op)
+        .count();
     Some(Payment {
         op,
         execution: u8::try_from(execution).expect("fewer than 256 payments"),
