@@ -12,9 +12,11 @@
 //! Each kind of fault has one budget for the whole world (`crashes = 1`: one crash in all), not one per process
 //! or client. A shared budget makes two faults of a kind dependent (with one crash left, crashing P1 disables
 //! crashing P2), but it orders no step that the reduction commutes: a budget is only read or written by faults
-//! of its kind, faults are never declared alone (`check::por` picks a non-fault action), and a persistent set
-//! holds either every enabled fault that spends the crash and handler-error budgets (all server-side actions
-//! together, below) or none of them. The single actions below require every budget they could race with
+//! of its kind (and the liveness tests of early timeouts and pauses), faults are never declared alone
+//! (`check::por` picks a non-fault action), and every budget's spenders lie on one side of the persistent set
+//! below: crashes, handler errors, pauses and key expiries are server-side actions, all inside it; drops,
+//! copies and early timeouts are all outside it. So no action outside the set can disable one inside by spending
+//! a shared budget, nor the reverse. The single actions below require every budget they could race with
 //! (response drops and copies, early timeouts, crashes, handler errors) to be spent. Budgets per process would
 //! be another fault model (n crashes per process, more behaviours, larger spaces) and would make no declared
 //! action independent that is not already.
