@@ -344,31 +344,31 @@ async fn walk_by_hand(client: &Client, url: &str, texts: &[String], faults: &[bo
 async fn check_duplicate_panels(client: &Client) {
     let ledger = value(client, "Ghost ledger (per operation)", "C1.op1").await;
     assert!(ledger.starts_with("2 payment(s) (DUPLICATE)"), "{ledger}");
-    let first = row(client, "Payments and provider charges", "payment #1")
+    let first = row(client, "Payments and provider charges", "payment C1.op1 #1")
         .await
         .unwrap();
-    let second = row(client, "Payments and provider charges", "payment #2")
+    let second = row(client, "Payments and provider charges", "payment C1.op1 #2")
         .await
         .unwrap();
     assert_eq!(
         (first.0.as_str(), first.1),
         ("committed, for C1.op1", false),
-        "payment #1 is older"
+        "payment C1.op1 #1 is older"
     );
     assert_eq!(
         (second.0.as_str(), second.1),
         ("committed, for C1.op1", true),
-        "payment #2 is this step's"
+        "payment C1.op1 #2 is this step's"
     );
     let record = value(client, "Store", "key k1 of C1").await;
     assert!(
-        record.starts_with("completed, stored response 201 payment #2"),
+        record.starts_with("completed, stored response 201 payment C1.op1 #2"),
         "{record}"
     );
     let slow_owner = value(client, "Processes", "P1").await;
     assert!(
-        slow_owner.contains("claim token 0")
-            && slow_owner.contains("LOST (P2 took the key over with token 1)"),
+        slow_owner.contains("claim token 1")
+            && slow_owner.contains("LOST (P2 took the key over with token 2)"),
         "{slow_owner}"
     );
     let heading = client
@@ -425,7 +425,7 @@ async fn read_the_report(client: &Client, index: &Path) {
     assert_eq!(diagram_current(client).await, json!(["7"]));
     let (record, changed) = row(client, "Store", "key k1 of C1").await.unwrap();
     assert!(
-        record.starts_with("in_progress, token 0, lease EXPIRED"),
+        record.starts_with("in_progress, token 1, lease EXPIRED"),
         "{record}"
     );
     assert!(changed, "the expiry is step 7's change");
@@ -454,9 +454,11 @@ async fn read_the_report(client: &Client, index: &Path) {
         value(client, "Properties", "no-duplicate-effect").await,
         "not violated so far"
     );
-    assert!(row(client, "Payments and provider charges", "payment #2")
-        .await
-        .is_none());
+    assert!(
+        row(client, "Payments and provider charges", "payment C1.op1 #2")
+            .await
+            .is_none()
+    );
 }
 
 /// Once loaded, the page is at its top with the slider in view, though the last step is the one selected: the

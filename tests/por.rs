@@ -1,7 +1,8 @@
 //! Partial-order reduction keeps every verdict on the whole catalogue, with and without symmetry: the seven
-//! properties and every `sometimes` scenario, each violation still found (its counterexample replaying on the
-//! unreduced model, and no shorter than the full search's shortest), every example replaying; and somewhere it
-//! does save states. The command line's `--por on|off` and its JSON fields.
+//! properties and every `sometimes` scenario equal under all four combinations (plain, symmetry, POR, POR on the
+//! symmetry quotient), each violation still found (its counterexample replaying on the unreduced model, and no
+//! shorter than the full search's shortest), every example replaying; and somewhere it does save states, on the
+//! quotient too. The command line's `--por on|off` and its JSON fields.
 
 use retrylab::check::{replay_path, Kind, Por, Report};
 use retrylab::model::World;
@@ -20,8 +21,10 @@ fn por_keeps_every_verdict_and_scenario_on_the_catalogue_with_and_without_symmet
     let files = model_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("models")).unwrap();
     assert!(files.len() >= 30, "models/ holds the catalogue");
     let mut saved_somewhere = false;
+    let mut saved_on_the_quotient = false;
     for file in files {
         let model = retrylab::spec::load_model(&file).unwrap();
+        let plain = model_support::checker(&model).bfs();
         for symmetry in [false, true] {
             let full = model_support::checker(&model).symmetry(symmetry).bfs();
             let por = if full.states <= CHECKED_STATES_MAX {
@@ -35,6 +38,10 @@ fn por_keeps_every_verdict_and_scenario_on_the_catalogue_with_and_without_symmet
                 .bfs();
             let case = format!("{} (symmetry {symmetry})", model.path);
             compare(&model, &case, &full, &reduced);
+            // Every combination says what the plain search says: each property's verdict and each scenario.
+            assert_eq!(plain.verdicts(), full.verdicts(), "{case}, POR off");
+            assert_eq!(plain.verdicts(), reduced.verdicts(), "{case}, POR on");
+            saved_on_the_quotient |= symmetry && reduced.states < full.states;
             println!(
                 "{case}: states {} with --por off, {} with --por on ({} reduced)",
                 full.states, reduced.states, reduced.reduced_states
@@ -43,6 +50,10 @@ fn por_keeps_every_verdict_and_scenario_on_the_catalogue_with_and_without_symmet
         }
     }
     assert!(saved_somewhere, "the reduction saves states on some model");
+    assert!(
+        saved_on_the_quotient,
+        "the reduction saves states on the symmetry quotient of some model"
+    );
 }
 
 /// Everything `reduced` says agrees with `full`, and its paths are real.

@@ -12,7 +12,7 @@
  * Every action is one d_step, so a SPIN state is a retrylab state (no intermediate states), and every field
  * that is meaningless (an idle process's job, an empty response slot, a free record) is zeroed, so the encoding
  * is one-to-one: partial-order reduction removes nothing (every step reads or writes globals), and SPIN stores
- * exactly the states retrylab visits (368,532 here). Only SPIN's dead-variable elimination differs: out_pay is
+ * exactly the states retrylab visits (186,704 here). Only SPIN's dead-variable elimination differs: out_pay is
  * never read, so in the unfenced twins, where it can be 1 or 2 with all else equal, SPIN merges those states
  * unless run with spin -o2 (run.sh count does; tests/spin_twin.rs compares the counts).
  *
@@ -21,15 +21,21 @@
  *   have no duplications, so an attempt's request is in flight at most once.
  * - It holds at most one response per client, for the attempt the client waits for: a server answers only the
  *   current attempt (is_current_attempt) and a client leaving an attempt purges its responses (purge_abandoned).
- * - Tokens are stored as token + 1 in a job (0: none), as retrylab's Option<u8>.
- * - The ghost ledger is the payments table (pay[], npay) and first_success; the safety properties are asserts
+ * - Tokens are stored as token + 1 in a job (0: none), as retrylab's Option<u8>. They are per key: ver[] is the
+ *   version column of each key's row (the last token issued for it; 0: never claimed), as retrylab's versions.
+ * - The ghost ledger is the payments table (npay[]: payments per operation; a payment's id names its operation
+ *   and execution number, PAYMENT) and first_success; the safety properties are asserts
  *   at the transitions where retrylab raises their events; the two liveness properties are asserts at quiescent
  *   states (no action enabled but faults), where retrylab judges them.
  */
 
 #define PROCS 2
-#define PMAX 8          /* payment rows the encoding has room for */
 #define ATTEMPTS_MAX 7  /* attempt numbers fit the request bit set of a byte (bit 0 unused) */
+/* A payment's id, as retrylab's Payment: the operation (here its client: one operation each) and its execution
+   number within it, 1-based, as one byte (0: no payment). Not a position in commit order. */
+#define EXECUTIONS_MAX 7
+#define PAYMENT(c, n) ((c) * 8 + (n))
+#define PAID_CLIENT(id) ((id) / 8)
 
 /* client phases */
 #define READY 0
@@ -74,14 +80,13 @@ byte ja[PROCS];
 byte jtok[PROCS];        /* token + 1, 0: holds no claim */
 byte jcode[PROCS];       /* at RESPOND: the answer */
 byte jpay[PROCS];
-/* the store: one record per client (per-client keys, one operation each), payments, token sequence */
+/* the store: one record per client (per-client keys, one operation each), payments, the keys' versions */
 byte rec[CLIENTS];
 byte rec_tok[CLIENTS];
 bit rec_exp[CLIENTS];
 byte rec_pay[CLIENTS];
-byte pay[PMAX];          /* the payments table: the client of each committed payment; a payment's id is index + 1 */
-byte npay;
-byte next_token;
+byte npay[CLIENTS];      /* the payments table as retrylab's ledger counts it: payments committed per operation */
+byte ver[CLIENTS];       /* the key's version: the last claim token issued for it */
 /* ghost ledger of responses: the first success payload sent per operation */
 bit fs[CLIENTS];
 byte fs_pay[CLIENTS];
@@ -92,7 +97,7 @@ byte early_to = EARLY_TIMEOUTS;
 byte pauses = PAUSES;
 
 /* temporaries of one d_step, not part of the state */
-hidden byte t_c, t_a, t_code, t_pay, t_n, t_i;
+hidden byte t_c, t_a, t_code, t_pay, t_n;
 
 /* Scenario hooks: compiled with -DREACH_<NAME>, reaching the scenario is an assertion violation, which is how
    the bench shows that SPIN's search reaches it. */
@@ -119,23 +124,23 @@ hidden byte t_c, t_a, t_code, t_pay, t_n, t_i;
 /* attempt_alive: something of the client's current attempt is still on its way */
 #define ATTEMPT_ALIVE(c) ((req[c] & (1 << attempts[c])) != 0 \
     || (resp[c] != NO_MSG && resp_att[c] == attempts[c]) || IN_SERVER(c, attempts[c]))
-/* owner_alive: a live process holds claim t and has not committed */
-#define HOLDS(p, t) (step[p] != IDLE && step[p] != RESPOND && jtok[p] == (t) + 1)
-#define OWNER_ALIVE(t) (HOLDS(0, t) || HOLDS(1, t))
+/* owner_alive: a live process holds claim t on client c's key and has not committed */
+#define HOLDS(p, c, t) (step[p] != IDLE && step[p] != RESPOND && jc[p] == (c) && jtok[p] == (t) + 1)
+#define OWNER_ALIVE(c, t) (HOLDS(0, c, t) || HOLDS(1, c, t))
 /* may_send, with Retry-After: after a 409, wait while the key is in_progress under a live lease */
 #define CAN_SEND(c) ((phase[c] == READY || phase[c] == READY_409) && charged[c] < MAX_ATTEMPTS \
     && !(phase[c] == READY_409 && rec[c] == IN_PROGRESS && !rec_exp[c]))
 #define CAN_TIME_OUT(c) (phase[c] == WAITING && (!ATTEMPT_ALIVE(c) || early_to > 0))
 #define LEASE_LIVE(c) (rec[c] == IN_PROGRESS && !rec_exp[c])
-#define CAN_EXPIRE(c) (LEASE_LIVE(c) && (!OWNER_ALIVE(rec_tok[c]) || pauses > 0))
-/* the lowest-numbered idle process takes a delivered request (idle processes are interchangeable) */
-#define LOWEST_IDLE(p) (step[p] == IDLE && ((p) == 0 || step[0] != IDLE))
+#define CAN_EXPIRE(c) (LEASE_LIVE(c) && (!OWNER_ALIVE(c, rec_tok[c]) || pauses > 0))
+/* any idle process may take a delivered request */
+#define IS_IDLE(p) (step[p] == IDLE)
 
 /* Non-fault actions of client c (and of what concerns its key): a send, a timeout of a lost attempt, a
    delivery, a lease running out on a dead owner. */
 #define CLIENT_MOVES(c) (CAN_SEND(c) || (phase[c] == WAITING && !ATTEMPT_ALIVE(c)) || resp[c] != NO_MSG \
     || (req[c] != 0 && (step[0] == IDLE || step[1] == IDLE)) \
-    || (LEASE_LIVE(c) && !OWNER_ALIVE(rec_tok[c])))
+    || (LEASE_LIVE(c) && !OWNER_ALIVE(c, rec_tok[c])))
 #if CLIENTS == 1
 #define MOVES_BUT_FAULTS (CLIENT_MOVES(0) || step[0] != IDLE || step[1] != IDLE)
 #define NO_STUCK_KEY (!LEASE_LIVE(0))
@@ -153,12 +158,7 @@ hidden byte t_c, t_a, t_code, t_pay, t_n, t_i;
 
 /* t_n = effects_of(client c): the payments committed for its operation */
 inline count_effects(c) {
-    t_n = 0;
-    t_i = 0;
-    do
-    :: t_i < npay -> if :: pay[t_i] == c -> t_n++ :: else -> skip fi; t_i++
-    :: else -> break
-    od
+    t_n = npay[c]
 }
 
 /* purge_abandoned: leaving its attempt closes the client's connection, responses to it are gone */
@@ -208,7 +208,7 @@ inline respond(p, code, payload) {
     :: t_code == C201 || t_code == C200 ->
         count_effects(t_c);
         assert(t_n > 0);                                   /* no-lost-effect */
-        assert(t_pay == 0 || pay[t_pay - 1] == t_c);       /* no-cross-client-response */
+        assert(t_pay == 0 || PAID_CLIENT(t_pay) == t_c);  /* no-cross-client-response */
         if
         :: fs[t_c] -> assert(fs_pay[t_c] == t_pay)         /* consistent-replay */
         :: else -> fs[t_c] = 1; fs_pay[t_c] = t_pay
@@ -230,10 +230,10 @@ inline claim(p) {
     if
     :: rec[t_c] == FREE || (rec[t_c] == IN_PROGRESS && rec_exp[t_c]) ->
         if :: rec[t_c] == IN_PROGRESS -> HOOK_TAKEOVER :: else -> skip fi;
-        rec[t_c] = IN_PROGRESS; rec_tok[t_c] = next_token; rec_exp[t_c] = 0; rec_pay[t_c] = 0;
-        jtok[p] = next_token + 1;
-        assert(next_token < 254);
-        next_token++;
+        assert(ver[t_c] < 254);
+        ver[t_c]++;
+        rec[t_c] = IN_PROGRESS; rec_tok[t_c] = ver[t_c]; rec_exp[t_c] = 0; rec_pay[t_c] = 0;
+        jtok[p] = ver[t_c] + 1;
         step[p] = EFFECT
     :: rec[t_c] == IN_PROGRESS && !rec_exp[t_c] -> respond(p, C409, 0)
     :: rec[t_c] == COMPLETED -> respond(p, C200, rec_pay[t_c])
@@ -247,11 +247,10 @@ inline commit(p) {
     :: !FENCING || (rec[t_c] == IN_PROGRESS && rec_tok[t_c] + 1 == jtok[p]) ->
         count_effects(t_c);
         assert(t_n == 0);                                  /* no-duplicate-effect */
-        assert(npay < PMAX);
-        pay[npay] = t_c;
-        npay++;
-        rec[t_c] = COMPLETED; rec_tok[t_c] = 0; rec_exp[t_c] = 0; rec_pay[t_c] = npay;
-        step[p] = RESPOND; jcode[p] = C201; jpay[p] = npay
+        assert(npay[t_c] < EXECUTIONS_MAX);
+        npay[t_c]++;
+        rec[t_c] = COMPLETED; rec_tok[t_c] = 0; rec_exp[t_c] = 0; rec_pay[t_c] = PAYMENT(t_c, npay[t_c]);
+        step[p] = RESPOND; jcode[p] = C201; jpay[p] = PAYMENT(t_c, npay[t_c])
     :: else ->
         HOOK_FENCED;
         step[p] = CLAIM; jtok[p] = 0
@@ -260,7 +259,7 @@ inline commit(p) {
 
 /* ---- the processes: every alternative is one action of retrylab's world ---- */
 
-#define DELIVER(c, a) :: d_step { LOWEST_IDLE(ME) && (req[c] & (1 << (a))) != 0 -> \
+#define DELIVER(c, a) :: d_step { IS_IDLE(ME) && (req[c] & (1 << (a))) != 0 -> \
     req[c] = req[c] ^ (1 << (a)); step[ME] = CLAIM; jc[ME] = c; ja[ME] = a; jtok[ME] = 0 }
 #define DELIVER_ANY(c) DELIVER(c, 1) DELIVER(c, 2) DELIVER(c, 3) DELIVER(c, 4) DELIVER(c, 5) \
     DELIVER(c, 6) DELIVER(c, 7)
@@ -277,7 +276,7 @@ end:
     :: d_step { resp[ME] != NO_MSG && drop_resp > 0 -> drop_resp--; purge(ME) }
     /* the lease on this client's key runs out: a pause (a fault) when its owner is alive, otherwise time */
     :: d_step { CAN_EXPIRE(ME) ->
-        if :: OWNER_ALIVE(rec_tok[ME]) -> pauses--; HOOK_SLOW_OWNER :: else -> skip fi;
+        if :: OWNER_ALIVE(ME, rec_tok[ME]) -> pauses--; HOOK_SLOW_OWNER :: else -> skip fi;
         rec_exp[ME] = 1 }
     od
 }

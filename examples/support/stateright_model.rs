@@ -8,11 +8,7 @@ use stateright::{Model, Property};
 pub struct Stateright(pub World);
 
 pub fn no_duplicate_effect(state: &State) -> bool {
-    let payments = &state.store.payments;
-    payments
-        .iter()
-        .enumerate()
-        .all(|(index, op)| !payments[..index].contains(op))
+    state.store.payments.iter().all(|(_, count)| *count <= 1)
 }
 
 impl Model for Stateright {

@@ -52,10 +52,40 @@
 //! of a model that does not promise acyclicity) need the whole graph: the search expands every state in full
 //! for them.
 //!
-//! # Symmetry
-//! Combined with `Model::canonicalize`, the search runs on canonical states: the declaration must then be
-//! symmetric (an action declared independent in a state, relabelled, is declared so in the relabelled state,
-//! and so is a persistent set), which makes the reduced relation symmetric and the two reductions compose.
+//! # Symmetry: reduction on the quotient
+//! Combined with `Model::canonicalize`, the search runs on the symmetry quotient: every state it stores, and
+//! so every state it asks for a reduced set, is a canonical representative `c`, and each successor it makes is
+//! replaced by its representative `canon(t) = ρ(t)` for a relabelling `ρ`. Three facts make the argument above
+//! carry over; they need the model's transition relation, fault status, observations and state predicates to be
+//! invariant under relabelling (an action relabelled is enabled in the relabelled state, reaches the relabelled
+//! successor, is a fault there exactly when it was one, observes the same events; properties never name a
+//! client or a process), which is what canonicalization already requires.
+//!
+//! - **The representative's set is the original's.** The declaration is asked of `c` itself, a state of the
+//!   model like any other, so `T = ample(c)` is persistent and invisible in `c` as a set of the model's own
+//!   actions (C1, C2 hold of the unreduced model at `c`). Nothing is translated, and the declaration needs no
+//!   symmetry of its own. For another state `s` of the class, `s = ρ⁻¹(c)`, the set `ρ⁻¹(T)` is a persistent
+//!   set of `s` (relabel every path from `s`: it is a path from `c`, action for action, with the same
+//!   independence, enabledness, fault status and observations); that is the set the reduced quotient takes from
+//!   `s`, and counterexamples mapped back (`Relabel::action_back`) walk it.
+//! - **Visibility.** The events a transition observes and the predicates a state satisfies are the same for
+//!   every member of a class, so C2 and "independence keeps observations" hold of the quotient's transitions as
+//!   they do of the model's.
+//! - **Cycles.** On a model that promises `acyclic`, the quotient has no cycle of non-fault actions either: a
+//!   quotient cycle from `c` back to `c` lifts to a model path from `c` to `π(c)` for some relabelling `π`, made
+//!   of the lifted (relabelled, so still non-fault) actions; repeated `k` times, where `π^k` is the identity (the
+//!   relabellings form a finite group), it is a model cycle. Without that promise the proviso is applied to
+//!   canonical states, in the set the quotient search keeps, so every cycle of the reduced quotient graph holds
+//!   a state expanded in full.
+//!
+//! The induction of "why the verdicts are kept" then runs on the quotient: for a canonical state `c` and a path
+//! `w` of the model from `c`, each case takes its first step `x` (a `b1`, a member of `T` moved to the front, or
+//! a non-fault `a` of `T`) to `t = x(c)`, the search stores `ρ(t)`, and `ρ` applied to the rest of the path is a
+//! path from `ρ(t)` of the same length making the same observations and ending in the class of the original end.
+//! So the reduced quotient search reaches the class of every reachable state, makes every observation of every
+//! transition, and reaches every rest state's class, as the plain reduced search does. `tests/por.rs` checks
+//! the outcome on every model of the catalogue: verdicts and `sometimes` scenarios equal under every combination
+//! of symmetry and reduction, and the checked mode in the canonical states of the symmetric search.
 //!
 //! # Checked mode
 //! `Por::Checked` reduces as `Por::On` does and, in every reduced state, tests each action of the reduced set

@@ -10,8 +10,8 @@ pub enum Action {
     Send { client: u8 },
     /// A waiting client stops waiting: it sends its next attempt at once, or gives up when none is left.
     Timeout { client: u8 },
-    /// The network hands a request to an idle server process (always the lowest-numbered idle one: idle
-    /// processes are interchangeable, so the others would only repeat states).
+    /// The network hands a request to an idle server process, any of them: which one is a choice of the
+    /// network, so two requests delivered to two processes commute (symmetry merges the choices into one state).
     DeliverRequest { request: Request, proc: u8 },
     /// The network hands a response to its client.
     DeliverResponse { response: Response },

@@ -21,7 +21,7 @@ fn op_name(op: OpRef) -> String {
 
 fn response_name(response: &Response) -> String {
     let payload = match response.payload {
-        Some(payment) => format!(" payment #{payment}"),
+        Some(payment) => format!(" payment {payment}"),
         None => String::new(),
     };
     format!(
@@ -298,7 +298,12 @@ impl HttpWorld {
     /// select-then-insert (or a SET without NX): the write goes through whatever was written since the SELECT,
     /// so say when it overwrote a record.
     fn insert_text(&self, before: &State, after: &State, job: &Job, who: &str) -> String {
-        let token = after.store.next_token.saturating_sub(1);
+        let token = after
+            .store
+            .versions
+            .get(&job.request.key)
+            .copied()
+            .unwrap_or(0);
         let key_name = self.key_name(job.request.key);
         let previous = before.store.records.get(&job.request.key);
         let overwritten = match previous.map(|record| record.status) {
@@ -316,7 +321,20 @@ impl HttpWorld {
 
 /// The commit of the effect's transaction: with the completion, alone (a separate key store), or fenced.
 fn commit_text(after: &State, proc: u8, events: Events, who: &str, key: &str) -> String {
-    let payment = after.store.payments.len();
+    let payment = match after.procs[proc as usize] {
+        Proc::Busy(Job {
+            step:
+                JobStep::Respond {
+                    payload: Some(payment),
+                    ..
+                }
+                | JobStep::CompleteKv {
+                    payload: Some(payment),
+                },
+            ..
+        }) => payment.to_string(),
+        _ => String::new(),
+    };
     if events.has(Event::FencedCompletion) {
         format!(
             "{who} tries to commit but its claim was taken over: FENCED, rolled back, starts over"
@@ -328,9 +346,9 @@ fn commit_text(after: &State, proc: u8, events: Events, who: &str, key: &str) ->
             ..
         })
     ) {
-        format!("{who} commits payment #{payment} in the database (the key store is not in this transaction)")
+        format!("{who} commits payment {payment} in the database (the key store is not in this transaction)")
     } else {
-        format!("{who} commits payment #{payment} and marks {key} completed with 201")
+        format!("{who} commits payment {payment} and marks {key} completed with 201")
     }
 }
 

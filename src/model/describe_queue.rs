@@ -337,7 +337,10 @@ impl QueueWorld {
                 )
             }
         };
-        let effect_number = after.store.payments.len();
+        let effect_number = Payment {
+            op: job.request.from,
+            execution: after.effects_of(job.request.from) as u8,
+        };
         match job.step {
             JobStep::Claim if events.has(Event::Replay) => {
                 format!(
@@ -368,13 +371,13 @@ impl QueueWorld {
             ),
             JobStep::Commit => match queue.inbox {
                 Inbox::SameTransaction => format!(
-                    "{who} commits effect #{effect_number} and the inbox row for {key} in one transaction"
+                    "{who} commits effect {effect_number} and the inbox row for {key} in one transaction"
                 ),
                 Inbox::AfterEffect => format!(
-                    "{who} commits effect #{effect_number} (the inbox row is a separate, later transaction)"
+                    "{who} commits effect {effect_number} (the inbox row is a separate, later transaction)"
                 ),
-                Inbox::None => format!("{who} commits effect #{effect_number} (no inbox)"),
-                Inbox::BeforeEffect => format!("{who} commits effect #{effect_number}"),
+                Inbox::None => format!("{who} commits effect {effect_number} (no inbox)"),
+                Inbox::BeforeEffect => format!("{who} commits effect {effect_number}"),
             },
             JobStep::CompleteKv { .. } => format!(
                 "{who} writes the inbox row for {key} (a second transaction, after the effect)"

@@ -130,7 +130,9 @@ impl HttpWorld {
                 {
                     // With a lease the 409 is honest until the lease runs out (the server cannot tell a dead
                     // owner from a slow one); without one, a dead owner's 409 never ends.
-                    if !state.owner_alive(token) && !self.server.protocol.lease.is_some() {
+                    if !state.owner_alive(request.key, token)
+                        && !self.server.protocol.lease.is_some()
+                    {
                         events.add(Event::ConflictWithoutOwner);
                     }
                 }
@@ -203,7 +205,7 @@ impl HttpWorld {
         state: &mut State,
         proc: u8,
         mut job: Job,
-        payload: Option<u8>,
+        payload: Option<Payment>,
         events: &mut Events,
     ) {
         let request = job.request;
@@ -226,10 +228,12 @@ impl HttpWorld {
         state.procs[proc as usize] = Proc::Busy(job);
     }
 
-    /// Write an in_progress record owned by a fresh token (the claim), and return the token.
+    /// Write an in_progress record owned by a fresh token (the claim), and return the token: the key's version
+    /// column, bumped (it survives the row's deletion, so a token is never issued twice for a key).
     fn claim(&self, state: &mut State, request: &Request) -> u8 {
-        let token = state.store.next_token;
-        state.store.next_token += 1;
+        let version = state.store.versions.get_or_insert(request.key, 0);
+        *version += 1;
+        let token = *version;
         let record = Record {
             fingerprint: self.fingerprints[request.body as usize],
             body: request.body,
@@ -252,7 +256,7 @@ fn claim_token(state: &State, key: &Key) -> Option<u8> {
     }
 }
 
-fn record_view(record: &Record) -> RecordState<(u16, Option<u8>)> {
+fn record_view(record: &Record) -> RecordState<(u16, Option<Payment>)> {
     match record.status {
         RecordStatus::InProgress { lease_expired, .. } => RecordState::InProgress { lease_expired },
         RecordStatus::Completed { code, payload } => RecordState::Completed {

@@ -2,10 +2,27 @@
 //! conditions in `check::por`): the actions that may be explored alone because nothing that can happen before
 //! them interferes with them. Each rule below says why; anything not covered is explored in all orders.
 //!
-//! Most of the world shares something: fault budgets (two drops with one drop left disable each other), the
-//! claim-token sequence and the payments ledger (two claims or two commits in either order give different
-//! tokens or payment ids), the lowest idle process a delivery goes to, and the liveness of an attempt that a
-//! timeout reads. So the actions declared here are the ones that touch only their own client or process:
+//! The world shares little on purpose: fencing tokens are per key (a claim bumps its own key's version), a
+//! payment is named by its operation and its execution number (two commits of different operations give the
+//! same ids in either order), and a request may be delivered to any idle process (two deliveries to two
+//! processes commute). What is still shared: the records of keys that two operations both use, the liveness of
+//! an attempt that a timeout reads, and the fault budgets.
+//!
+//! # Fault budgets stay shared, one per kind
+//! Each kind of fault has one budget for the whole world (`crashes = 1`: one crash in all), not one per process
+//! or client. A shared budget makes two faults of a kind dependent (with one crash left, crashing P1 disables
+//! crashing P2), but it orders no step that the reduction commutes: a budget is only read or written by faults
+//! of its kind (and the liveness tests of early timeouts and pauses), faults are never declared alone
+//! (`check::por` picks a non-fault action), and every budget's spenders lie on one side of the persistent set
+//! below: crashes, handler errors, pauses and key expiries are server-side actions, all inside it; drops,
+//! copies and early timeouts are all outside it. So no action outside the set can disable one inside by spending
+//! a shared budget, nor the reverse. The single actions below require every budget they could race with
+//! (response drops and copies, early timeouts, crashes, handler errors) to be spent. Budgets per process would
+//! be another fault model (n crashes per process, more behaviours, larger spaces) and would make no declared
+//! action independent that is not already.
+//!
+//! # The declarations
+//! The actions declared alone are the ones that touch only their own client or process:
 //! - `Send` of a client that is about to send (no response to it is in the network, none can appear while it
 //!   is not waiting, and, with a lease, it is not waiting out a 409, which a claim could prolong);
 //! - `DeliverResponse` of the one response its client is waiting for, once no response can be lost, copied or

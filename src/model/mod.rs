@@ -41,7 +41,7 @@ pub use described::{DescribedStep, Party, StepKind};
 pub use events::{Event, Events};
 pub use properties::{Property, PropertyKind};
 pub use state::{
-    ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Proc, Record,
+    ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Payment, Proc, Record,
     RecordStatus, Request, Response, State, Store,
 };
 pub use symmetry::Relabel;

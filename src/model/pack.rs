@@ -9,7 +9,7 @@
 //! therefore a 64-bit hash collision.
 
 use super::state::{
-    ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Proc, Record,
+    ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Payment, Proc, Record,
     RecordStatus, Request, Response, State, Store,
 };
 use smallvec::SmallVec;
@@ -41,6 +41,14 @@ impl Writer<'_> {
         match value {
             None => self.byte(0),
             Some(value) => self.put([1, value]),
+        }
+    }
+
+    #[inline]
+    fn payment(&mut self, payment: Option<Payment>) {
+        match payment {
+            None => self.byte(0),
+            Some(payment) => self.put([1, payment.op.client, payment.op.op, payment.execution]),
         }
     }
 
@@ -77,7 +85,7 @@ impl Writer<'_> {
             low,
             high,
         ]);
-        self.option(response.payload);
+        self.payment(response.payload);
     }
 
     #[inline]
@@ -101,7 +109,7 @@ impl Writer<'_> {
             Outcome::Pending => self.byte(0),
             Outcome::Succeeded { payload } => {
                 self.byte(1);
-                self.option(payload);
+                self.payment(payload);
             }
             Outcome::Failed { code } => {
                 let [low, high] = code.to_le_bytes();
@@ -135,12 +143,12 @@ impl Writer<'_> {
             JobStep::Commit => self.byte(4),
             JobStep::CompleteKv { payload } => {
                 self.byte(5);
-                self.option(payload);
+                self.payment(payload);
             }
             JobStep::Respond { code, payload } => {
                 let [low, high] = code.to_le_bytes();
                 self.put([6, low, high]);
-                self.option(payload);
+                self.payment(payload);
             }
         }
     }
@@ -174,7 +182,7 @@ impl Writer<'_> {
             RecordStatus::Completed { code, payload } => {
                 let [low, high] = code.to_le_bytes();
                 self.put([1, low, high]);
-                self.option(payload);
+                self.payment(payload);
             }
         }
     }
@@ -185,10 +193,15 @@ impl Writer<'_> {
             self.record(*key, record);
         }
         self.count(store.payments.len());
-        for owner in &store.payments {
+        for (owner, executions) in &store.payments {
             self.op(*owner);
+            self.byte(*executions);
         }
-        self.byte(store.next_token);
+        self.count(store.versions.len());
+        for (key, version) in &store.versions {
+            self.key(*key);
+            self.byte(*version);
+        }
         self.count(store.provider_charges.len());
         for (owner, key) in &store.provider_charges {
             self.op(*owner);
@@ -217,7 +230,7 @@ pub(crate) fn pack(state: &State, out: &mut Vec<u8>) {
     out.count(state.first_success.len());
     for (owner, payload) in &state.first_success {
         out.op(*owner);
-        out.option(*payload);
+        out.payment(*payload);
     }
     out.put(state.budgets);
 }
@@ -248,6 +261,17 @@ impl Reader<'_> {
     #[inline]
     fn option(&mut self) -> Option<u8> {
         (self.byte() == 1).then(|| self.byte())
+    }
+
+    #[inline]
+    fn payment(&mut self) -> Option<Payment> {
+        (self.byte() == 1).then(|| {
+            let [client, op, execution] = self.take();
+            Payment {
+                op: OpRef { client, op },
+                execution,
+            }
+        })
     }
 
     #[inline]
@@ -282,7 +306,7 @@ impl Reader<'_> {
             to: self.op(),
             attempt: self.byte(),
             code: self.code(),
-            payload: self.option(),
+            payload: self.payment(),
         }
     }
 
@@ -297,7 +321,7 @@ impl Reader<'_> {
         match self.byte() {
             0 => Outcome::Pending,
             1 => Outcome::Succeeded {
-                payload: self.option(),
+                payload: self.payment(),
             },
             2 => Outcome::Failed { code: self.code() },
             _ => Outcome::GaveUp,
@@ -327,11 +351,11 @@ impl Reader<'_> {
             3 => JobStep::Effect,
             4 => JobStep::Commit,
             5 => JobStep::CompleteKv {
-                payload: self.option(),
+                payload: self.payment(),
             },
             _ => JobStep::Respond {
                 code: self.code(),
-                payload: self.option(),
+                payload: self.payment(),
             },
         }
     }
@@ -359,7 +383,7 @@ impl Reader<'_> {
         } else {
             RecordStatus::Completed {
                 code: self.code(),
-                payload: self.option(),
+                payload: self.payment(),
             }
         };
         Record {
@@ -380,9 +404,15 @@ impl Reader<'_> {
         store.payments.clear();
         for _ in 0..self.byte() {
             let op = self.op();
-            store.payments.push(op);
+            let executions = self.byte();
+            store.payments.push_last(op, executions);
         }
-        store.next_token = self.byte();
+        store.versions.clear();
+        for _ in 0..self.byte() {
+            let key = self.key();
+            let version = self.byte();
+            store.versions.push_last(key, version);
+        }
         store.provider_charges.clear();
         for _ in 0..self.byte() {
             let charge = (self.op(), self.key());
@@ -439,7 +469,7 @@ pub(crate) fn unpack_into(bytes: &[u8], state: &mut State) {
     state.first_success.clear();
     for _ in 0..reader.byte() {
         let op = reader.op();
-        let payload = reader.option();
+        let payload = reader.payment();
         state.first_success.push_last(op, payload);
     }
     state.budgets = reader.take();

@@ -35,13 +35,35 @@ fn is_zero(value: &u8) -> bool {
     *value == 0
 }
 
-/// A response on the wire. `payload` is the payment id (1-based effect number) it reports, if any.
+/// A payment's id: the operation it belongs to and its execution number within it (1 for the operation's
+/// first committed payment). Not a position in the payments table: two operations committing in either order
+/// give their payments the same ids, so commits of different operations do not order each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Payment {
+    pub op: OpRef,
+    pub execution: u8,
+}
+
+impl std::fmt::Display for Payment {
+    /// "C1.op1 #2": the second payment of client 1's first operation.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "C{}.op{} #{}",
+            self.op.client + 1,
+            self.op.op + 1,
+            self.execution
+        )
+    }
+}
+
+/// A response on the wire. `payload` is the payment it reports, if any.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Response {
     pub to: OpRef,
     pub attempt: u8,
     pub code: u16,
-    pub payload: Option<u8>,
+    pub payload: Option<Payment>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -56,7 +78,7 @@ pub enum Message {
 pub enum Outcome {
     Pending,
     Succeeded {
-        payload: Option<u8>,
+        payload: Option<Payment>,
     },
     /// A definite failure (a 4xx other than 409/429): retrying cannot help, and the client knows it.
     Failed {
@@ -134,9 +156,9 @@ pub enum JobStep {
     /// Commit the payment and the completion together (subject to fencing).
     Commit,
     /// Separate key store only: write "completed" to the key store after the database commit.
-    CompleteKv { payload: Option<u8> },
+    CompleteKv { payload: Option<Payment> },
     /// Send the response.
-    Respond { code: u16, payload: Option<u8> },
+    Respond { code: u16, payload: Option<Payment> },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -156,7 +178,7 @@ pub enum Proc {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RecordStatus {
     InProgress { token: u8, lease_expired: bool },
-    Completed { code: u16, payload: Option<u8> },
+    Completed { code: u16, payload: Option<Payment> },
 }
 
 /// A row of the idempotency table. `body` and `op` are ghost columns (what the checker knows, not the server).
@@ -172,11 +194,14 @@ pub struct Record {
 #[derive(Debug, Default, PartialEq, Eq, Hash)]
 pub struct Store {
     pub records: SortedMap<Key, Record, 4>,
-    /// The payments table: one row per committed effect, with the operation it belongs to (the ghost ledger of
-    /// effects). A payment's id is its position + 1.
-    pub payments: SmallVec<[OpRef; 4]>,
-    /// The claim-token sequence.
-    pub next_token: u8,
+    /// The payments table as the ghost ledger of effects counts it: per operation, how many payments it
+    /// committed (payment `execution` of `op` exists for 1..=count). A multiset, not a list in commit order.
+    pub payments: SortedMap<OpRef, u8, 4>,
+    /// Fencing tokens, one sequence per key: the version column of the key's row, the last token issued for it.
+    /// It outlives the row: a key deleted (on error, by its TTL) keeps its version here as a tombstone, so the
+    /// next claim of the key gets a later token than any claim before it and a stale owner stays fenced. Per
+    /// key, not global, so that claims of different keys do not order each other.
+    pub versions: SortedMap<Key, u8, 4>,
     /// Charges made at the external provider, with the operation and the key they were made for.
     pub provider_charges: SmallVec<[(OpRef, Key); 2]>,
 }
@@ -189,7 +214,7 @@ pub struct State {
     pub procs: SmallVec<[Proc; 4]>,
     pub store: Store,
     /// Ghost ledger of responses: the first success payload sent for each operation.
-    pub first_success: SortedMap<OpRef, Option<u8>, 4>,
+    pub first_success: SortedMap<OpRef, Option<Payment>, 4>,
     /// Remaining fault budgets, in `Faults::NAMES` order.
     pub budgets: [u8; 12],
 }
@@ -222,8 +247,8 @@ impl Clone for Store {
     fn clone(&self) -> Self {
         Store {
             records: self.records.clone(),
-            payments: SmallVec::from_slice(&self.payments),
-            next_token: self.next_token,
+            payments: self.payments.clone(),
+            versions: self.versions.clone(),
             provider_charges: SmallVec::from_slice(&self.provider_charges),
         }
     }
@@ -231,8 +256,8 @@ impl Clone for Store {
     #[inline]
     fn clone_from(&mut self, source: &Self) {
         self.records.clone_from(&source.records);
-        copy_items(&mut self.payments, &source.payments);
-        self.next_token = source.next_token;
+        self.payments.clone_from(&source.payments);
+        self.versions.clone_from(&source.versions);
         copy_items(&mut self.provider_charges, &source.provider_charges);
     }
 }
@@ -280,16 +305,18 @@ impl State {
     pub fn effects_of(&self, op: OpRef) -> usize {
         self.store
             .payments
-            .iter()
-            .filter(|owner| **owner == op)
-            .count()
+            .get(&op)
+            .map_or(0, |count| *count as usize)
     }
 
-    /// Whether some live process holds claim `token` (and has not committed yet).
-    pub fn owner_alive(&self, token: u8) -> bool {
+    /// Whether some live process holds claim `token` on `key` (and has not committed yet). Tokens are per key:
+    /// a job holding the same number on another key is another claim.
+    pub fn owner_alive(&self, key: Key, token: u8) -> bool {
         self.procs.iter().any(|proc| match proc {
             Proc::Busy(job) => {
-                job.token == Some(token) && !matches!(job.step, JobStep::Respond { .. })
+                job.token == Some(token)
+                    && job.request.key == key
+                    && !matches!(job.step, JobStep::Respond { .. })
             }
             Proc::Idle => false,
         })

@@ -65,11 +65,18 @@ impl<S: Server> WorldOf<S> {
                 ClientPhase::Done => {}
             }
         }
-        let idle = state.procs.iter().position(|proc| *proc == Proc::Idle);
         for message in state.network.keys() {
             match message {
                 Message::Request(request) => {
-                    if let Some(proc) = idle {
+                    // Any idle process may take it: deliveries to different processes then commute. Under
+                    // symmetry the choices are one state (idle processes are alike), so they cost transitions,
+                    // not states.
+                    for (proc, _) in state
+                        .procs
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, proc)| **proc == Proc::Idle)
+                    {
                         out.push(Action::DeliverRequest {
                             request: *request,
                             proc: proc as u8,
@@ -137,7 +144,7 @@ impl<S: Server> WorldOf<S> {
                     lease_expired: false,
                 } = record.status
                 {
-                    if !state.owner_alive(token) || state.budgets[PAUSES] > 0 {
+                    if !state.owner_alive(*key, token) || state.budgets[PAUSES] > 0 {
                         out.push(Action::ExpireLease { key: *key });
                     }
                 }
@@ -157,7 +164,7 @@ impl<S: Server> WorldOf<S> {
             Action::Timeout { client } => attempt_alive(state, *client),
             Action::ExpireLease { key } => {
                 match state.store.records.get(key).map(|record| record.status) {
-                    Some(RecordStatus::InProgress { token, .. }) => state.owner_alive(token),
+                    Some(RecordStatus::InProgress { token, .. }) => state.owner_alive(*key, token),
                     _ => false,
                 }
             }
@@ -384,12 +391,16 @@ impl<S: Server> WorldOf<S> {
         state: &mut State,
         op: OpRef,
         events: &mut Events,
-    ) -> Option<u8> {
-        if state.effects_of(op) > 0 {
+    ) -> Option<Payment> {
+        let executions = state.store.payments.get_or_insert(op, 0);
+        if *executions > 0 {
             events.add(Event::DuplicateEffect);
         }
-        state.store.payments.push(op);
-        Some(state.store.payments.len() as u8)
+        *executions += 1;
+        Some(Payment {
+            op,
+            execution: *executions,
+        })
     }
 
     /// Write `request`'s record as completed with 201 and `payload` (an idempotency record, an inbox row).
@@ -397,7 +408,7 @@ impl<S: Server> WorldOf<S> {
         &self,
         state: &mut State,
         request: &Request,
-        payload: Option<u8>,
+        payload: Option<Payment>,
     ) {
         let record = Record {
             fingerprint: self.fingerprints[request.body as usize],
@@ -426,7 +437,7 @@ impl<S: Server> WorldOf<S> {
         proc: u8,
         request: &Request,
         code: u16,
-        payload: Option<u8>,
+        payload: Option<Payment>,
         events: &mut Events,
     ) {
         if status::is_success(code) {
@@ -435,8 +446,7 @@ impl<S: Server> WorldOf<S> {
                 events.add(Event::SuccessWithoutEffect);
             }
             if let Some(payment) = payload {
-                let owner = state.store.payments[payment as usize - 1];
-                if owner.client != op.client {
+                if payment.op.client != op.client {
                     events.add(Event::CrossClientResponse);
                 }
             }
@@ -528,7 +538,7 @@ fn duplicate_message(state: &mut State, message: Message, events: &mut Events) {
 /// The lease on `key` runs out: a pause (a fault) when its owner is alive, otherwise just time.
 fn expire_lease(state: &mut State, key: Key, events: &mut Events) {
     let alive = match state.store.records.get(&key).map(|record| record.status) {
-        Some(RecordStatus::InProgress { token, .. }) => state.owner_alive(token),
+        Some(RecordStatus::InProgress { token, .. }) => state.owner_alive(key, token),
         _ => false,
     };
     if alive {

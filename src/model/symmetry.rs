@@ -77,6 +77,26 @@ impl Relabel {
         }
     }
 
+    fn payment(&self, payment: Option<Payment>) -> Option<Payment> {
+        payment.map(|payment| Payment {
+            op: self.op(payment.op),
+            ..payment
+        })
+    }
+
+    fn step(&self, step: JobStep) -> JobStep {
+        match step {
+            JobStep::CompleteKv { payload } => JobStep::CompleteKv {
+                payload: self.payment(payload),
+            },
+            JobStep::Respond { code, payload } => JobStep::Respond {
+                code,
+                payload: self.payment(payload),
+            },
+            other => other,
+        }
+    }
+
     fn key(&self, scope: KeyScope, key: Key) -> Key {
         match scope {
             KeyScope::PerClient => Key {
@@ -98,10 +118,15 @@ impl Relabel {
     fn message(&self, scope: KeyScope, message: Message) -> Message {
         match message {
             Message::Request(request) => Message::Request(self.request(scope, request)),
-            Message::Response(response) => Message::Response(Response {
-                to: self.op(response.to),
-                ..response
-            }),
+            Message::Response(response) => Message::Response(self.response(response)),
+        }
+    }
+
+    fn response(&self, response: Response) -> Response {
+        Response {
+            to: self.op(response.to),
+            payload: self.payment(response.payload),
+            ..response
         }
     }
 
@@ -118,10 +143,7 @@ impl Relabel {
                 proc: self.proc[proc as usize],
             },
             Action::DeliverResponse { response } => Action::DeliverResponse {
-                response: Response {
-                    to: self.op(response.to),
-                    ..response
-                },
+                response: self.response(response),
             },
             Action::Step { proc } => Action::Step {
                 proc: self.proc[proc as usize],
@@ -167,9 +189,17 @@ impl Relabel {
     fn state_in_place(&self, scope: KeyScope, state: &mut State) {
         permute(&mut state.clients, &self.client);
         permute(&mut state.procs, &self.proc);
+        for client in state.clients.iter_mut() {
+            for outcome in client.outcomes.iter_mut() {
+                if let Outcome::Succeeded { payload } = outcome {
+                    *payload = self.payment(*payload);
+                }
+            }
+        }
         for proc in state.procs.iter_mut() {
             if let Proc::Busy(job) = proc {
                 job.request = self.request(scope, job.request);
+                job.step = self.step(job.step);
             }
         }
         state
@@ -178,15 +208,23 @@ impl Relabel {
         state.store.records.rewrite(|key, record| {
             *key = self.key(scope, *key);
             record.op = self.op(record.op);
+            if let RecordStatus::Completed { payload, .. } = &mut record.status {
+                *payload = self.payment(*payload);
+            }
         });
-        for op in state.store.payments.iter_mut() {
-            *op = self.op(*op);
-        }
+        state
+            .store
+            .versions
+            .rewrite(|key, _| *key = self.key(scope, *key));
+        state.store.payments.rewrite(|op, _| *op = self.op(*op));
         for (op, key) in state.store.provider_charges.iter_mut() {
             *op = self.op(*op);
             *key = self.key(scope, *key);
         }
-        state.first_success.rewrite(|op, _| *op = self.op(*op));
+        state.first_success.rewrite(|op, payload| {
+            *op = self.op(*op);
+            *payload = self.payment(*payload);
+        });
     }
 }
 
@@ -213,8 +251,8 @@ fn permute<T>(items: &mut [T], map: &[u8]) {
 ///
 /// Arrays of `CLIENTS_MAX`, not vectors: this runs on every transition of a symmetric search.
 fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
-    const KINDS: usize = 6;
-    let (messages, jobs, records, payments, charges, firsts) = (0, 1, 2, 3, 4, 5);
+    const KINDS: usize = 7;
+    let (messages, jobs, records, payments, charges, firsts, versions) = (0, 1, 2, 3, 4, 5, 6);
     let clients = state.clients.len();
     let mut sums = [[0u64; KINDS]; CLIENTS_MAX];
     let mut add = |client: u8, kind: usize, item: u64| {
@@ -237,7 +275,7 @@ fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
             add(
                 job.request.from.client,
                 jobs,
-                item_hash(&[head, word(step_bytes(job.step))]),
+                item_hash(&[head, word(step_bytes(job.request.from.client, job.step))]),
             );
         }
     }
@@ -249,8 +287,8 @@ fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
             } => [0, token, u8::from(lease_expired), 0, 0, 0, 0, 0],
             RecordStatus::Completed { code, payload } => {
                 let [low, high] = code.to_le_bytes();
-                let [tag, value] = option_bytes(payload);
-                [1, low, high, tag, value, 0, 0, 0]
+                let [tag, op, execution] = payment_bytes(record.op.client, payload);
+                [1, low, high, tag, op, execution, 0, 0]
             }
         };
         let head = word([
@@ -270,11 +308,18 @@ fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
             add(key.scope, records, item);
         }
     }
-    for (index, op) in state.store.payments.iter().enumerate() {
+    // A per-client key's version names its client; a global key's names none (every relabelling keeps it).
+    if scope == KeyScope::PerClient {
+        for (key, version) in &state.store.versions {
+            let item = word([key.value, *version, 0, 0, 0, 0, 0, 0]);
+            add(key.scope, versions, item_hash(&[item]));
+        }
+    }
+    for (op, executions) in &state.store.payments {
         add(
             op.client,
             payments,
-            item_hash(&[word([index as u8, op.op, 0, 0, 0, 0, 0, 0])]),
+            item_hash(&[word([op.op, *executions, 0, 0, 0, 0, 0, 0])]),
         );
     }
     for (index, (op, key)) in state.store.provider_charges.iter().enumerate() {
@@ -282,17 +327,22 @@ fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
         add(op.client, charges, item_hash(&[item]));
     }
     for (op, payload) in &state.first_success {
-        let [tag, value] = option_bytes(*payload);
+        let [tag, paid_op, execution] = payment_bytes(op.client, *payload);
         add(
             op.client,
             firsts,
-            item_hash(&[word([op.op, tag, value, 0, 0, 0, 0, 0])]),
+            item_hash(&[word([op.op, tag, paid_op, execution, 0, 0, 0, 0])]),
         );
     }
     let mut signatures = [0; CLIENTS_MAX];
-    for ((signature, client), sum) in signatures.iter_mut().zip(&state.clients).zip(&sums) {
+    for (index, ((signature, client), sum)) in signatures
+        .iter_mut()
+        .zip(&state.clients)
+        .zip(&sums)
+        .enumerate()
+    {
         let mut mixed = Mixer::default();
-        client_words(client, &mut mixed);
+        client_words(index as u8, client, &mut mixed);
         sum.iter().for_each(|kind| mixed.mix(*kind));
         *signature = mixed.finish();
     }
@@ -304,6 +354,21 @@ fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
 #[inline(always)]
 fn word(bytes: [u8; 8]) -> u64 {
     u64::from_le_bytes(bytes)
+}
+
+/// A payment as its tag (0: none, 1: a payment of `owner`, 2: another client's), its operation and its
+/// execution number: the other client is not named, so the bytes are the same under any relabelling. Two
+/// clients whose items differ only in which other client's payment they hold then tie, and the tie goes by
+/// index (sound, it only merges fewer states; only a cross-client response, a bug, makes such a payment).
+#[inline(always)]
+fn payment_bytes(owner: u8, payment: Option<Payment>) -> [u8; 3] {
+    match payment {
+        None => [0, 0, 0],
+        Some(payment) => {
+            let tag = if payment.op.client == owner { 1 } else { 2 };
+            [tag, payment.op.op, payment.execution]
+        }
+    }
 }
 
 #[inline(always)]
@@ -344,16 +409,16 @@ fn erased_message(scope: KeyScope, message: &Message, count: u8) -> (u8, u64) {
         }
         Message::Response(response) => {
             let [low, high] = response.code.to_le_bytes();
-            let [tag, value] = option_bytes(response.payload);
+            let [tag, paid_op, execution] = payment_bytes(response.to.client, response.payload);
             let bytes = [
                 1 | (tag << 1),
                 response.to.op,
                 response.attempt,
                 low,
                 high,
-                value,
+                paid_op,
+                execution,
                 count,
-                0,
             ];
             (response.to.client, word(bytes))
         }
@@ -361,7 +426,7 @@ fn erased_message(scope: KeyScope, message: &Message, count: u8) -> (u8, u64) {
 }
 
 #[inline(always)]
-fn step_bytes(step: JobStep) -> [u8; 8] {
+fn step_bytes(owner: u8, step: JobStep) -> [u8; 8] {
     match step {
         JobStep::Claim => [0; 8],
         JobStep::Insert => [1, 0, 0, 0, 0, 0, 0, 0],
@@ -369,20 +434,21 @@ fn step_bytes(step: JobStep) -> [u8; 8] {
         JobStep::Effect => [3, 0, 0, 0, 0, 0, 0, 0],
         JobStep::Commit => [4, 0, 0, 0, 0, 0, 0, 0],
         JobStep::CompleteKv { payload } => {
-            let [tag, value] = option_bytes(payload);
-            [5, tag, value, 0, 0, 0, 0, 0]
+            let [tag, op, execution] = payment_bytes(owner, payload);
+            [5, tag, op, execution, 0, 0, 0, 0]
         }
         JobStep::Respond { code, payload } => {
             let [low, high] = code.to_le_bytes();
-            let [tag, value] = option_bytes(payload);
-            [6, low, high, tag, value, 0, 0, 0]
+            let [tag, op, execution] = payment_bytes(owner, payload);
+            [6, low, high, tag, op, execution, 0, 0]
         }
     }
 }
 
-/// A client's own fields (its index aside) into `mixed`: one word, then one per outcome.
+/// A client's own fields (its index aside: `index` only tells its own payments from others') into `mixed`: one
+/// word, then one per outcome.
 #[inline(always)]
-fn client_words(client: &ClientState, mixed: &mut Mixer) {
+fn client_words(index: u8, client: &ClientState, mixed: &mut Mixer) {
     let outcomes = client.outcomes.len() as u8;
     mixed.mix(word([
         client.op,
@@ -398,8 +464,8 @@ fn client_words(client: &ClientState, mixed: &mut Mixer) {
         let bytes = match *outcome {
             Outcome::Pending => [0; 8],
             Outcome::Succeeded { payload } => {
-                let [tag, value] = option_bytes(payload);
-                [1, tag, value, 0, 0, 0, 0, 0]
+                let [tag, op, execution] = payment_bytes(index, payload);
+                [1, tag, op, execution, 0, 0, 0, 0]
             }
             Outcome::Failed { code } => {
                 let [low, high] = code.to_le_bytes();
@@ -518,143 +584,5 @@ fn client_relabelling(scope: KeyScope, state: &State) -> SmallVec<[u8; 8]> {
 }
 
 #[cfg(test)]
-mod tests {
-    //! The canonical form against brute force: a symmetric search must count exactly the symmetry classes of the
-    //! reachable states, found here by relabelling every state with every permutation of its clients and processes.
-    //! A signature that told fewer clients apart (a colliding hasher, say) would still be sound and keep every
-    //! verdict, so only a count catches it.
-
-    use super::super::pack::pack;
-    use super::super::world::{HttpWorld, World};
-    use super::*;
-    use crate::check::Model as _;
-    use std::collections::{HashSet, VecDeque};
-
-    /// Every ordering of `0..n`, as `map[old] = new`.
-    fn permutations(n: usize) -> Vec<SmallVec<[u8; 8]>> {
-        let mut all: Vec<SmallVec<[u8; 8]>> = vec![SmallVec::new()];
-        for _ in 0..n {
-            let mut longer = Vec::new();
-            for prefix in &all {
-                for x in (0..n as u8).filter(|x| !prefix.contains(x)) {
-                    let mut permutation = prefix.clone();
-                    permutation.push(x);
-                    longer.push(permutation);
-                }
-            }
-            all = longer;
-        }
-        all
-    }
-
-    fn packed(state: &State) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        pack(state, &mut bytes);
-        bytes
-    }
-
-    /// Every state the full model reaches (breadth first, by packing).
-    fn reachable(world: &HttpWorld) -> Vec<State> {
-        let init = world.init_state();
-        let mut seen = HashSet::from([packed(&init)]);
-        let mut queue = VecDeque::from([init]);
-        let mut states = Vec::new();
-        let mut actions = Vec::new();
-        while let Some(state) = queue.pop_front() {
-            actions.clear();
-            world.actions(&state, &mut actions);
-            for action in &actions {
-                let mut next = state.clone();
-                world.apply(&mut next, action);
-                if seen.insert(packed(&next)) {
-                    queue.push_back(next);
-                }
-            }
-            states.push(state);
-        }
-        states
-    }
-
-    /// How many classes the states fall into when each is named by its least packing over `relabellings`.
-    fn classes(world: &HttpWorld, states: &[State], relabellings: &[Relabel]) -> usize {
-        let scope = world.server.key_scope();
-        let least: HashSet<Vec<u8>> = states
-            .iter()
-            .map(|state| {
-                relabellings
-                    .iter()
-                    .map(|relabel| packed(&relabel.state(scope, state)))
-                    .min()
-                    .expect("the identity at least")
-            })
-            .collect();
-        least.len()
-    }
-
-    fn relabellings(client_perms: &[SmallVec<[u8; 8]>], procs: usize) -> Vec<Relabel> {
-        let proc_perms = permutations(procs);
-        client_perms
-            .iter()
-            .flat_map(|client| {
-                proc_perms.iter().map(move |proc| Relabel {
-                    client: client.clone(),
-                    proc: proc.clone(),
-                })
-            })
-            .collect()
-    }
-
-    fn assert_exact(name: &str, world: &HttpWorld) {
-        let states = reachable(world);
-        let full = world.checker().bfs();
-        assert_eq!(
-            full.states,
-            states.len() as u64,
-            "{name}: the brute force's own search"
-        );
-        let (clients, procs) = (world.clients().count as usize, world.processes() as usize);
-        let all = classes(world, &states, &relabellings(&permutations(clients), procs));
-        let identity: SmallVec<[u8; 8]> = (0..clients as u8).collect();
-        let procs_only = classes(world, &states, &relabellings(&[identity], procs));
-        let reduced = world.checker().symmetry(true).bfs();
-        assert!(reduced.complete, "{name}");
-        assert_eq!(
-            reduced.states, all as u64,
-            "{name}: symmetric search against the classes"
-        );
-        // The twin: a canonical form that never reordered clients would count this many, and fail above.
-        assert!(
-            procs_only > all,
-            "{name}: {procs_only} classes by processes alone, {all} in all"
-        );
-        println!(
-            "{name}: {} states, {all} classes ({procs_only} by processes alone)",
-            states.len()
-        );
-    }
-
-    #[test]
-    fn symmetric_search_counts_exactly_the_symmetry_classes() {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/lease-fenced.toml");
-        let World::Http(two_clients) = crate::spec::load_model(&path).unwrap().world else {
-            panic!("lease-fenced is an HTTP world");
-        };
-        assert_exact("lease-fenced", &two_clients);
-        // Three clients (six orderings), smaller faults so the brute force stays quick.
-        let mut faults = two_clients.faults();
-        faults.crashes = 0;
-        faults.pauses = 0;
-        let built = World::Http(two_clients)
-            .to_builder()
-            .client_count(3)
-            .max_attempts(2)
-            .faults(faults)
-            .build()
-            .unwrap();
-        let World::Http(three_clients) = built else {
-            panic!("an HTTP world");
-        };
-        assert_exact("lease-fenced, 3 clients", &three_clients);
-    }
-}
+#[path = "symmetry_tests.rs"]
+mod tests;

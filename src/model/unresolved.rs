@@ -281,7 +281,7 @@ impl World {
                 code,
                 payload: Some(payment),
             } => {
-                format!("completed ({code}, payment #{payment})")
+                format!("completed ({code}, payment {payment})")
             }
             RecordStatus::Completed {
                 code,

@@ -94,10 +94,12 @@ where
             .iter()
             .map(|(key, record)| Row::new(self.key(*key), self.record_text(record)))
             .collect();
-        rows.push(Row::new(
-            "next claim token",
-            state.store.next_token.to_string(),
-        ));
+        rows.extend(state.store.versions.iter().map(|(key, version)| {
+            Row::new(
+                format!("{} version", self.key(*key)),
+                format!("last claim token {version}"),
+            )
+        }));
         rows
     }
 
@@ -128,11 +130,14 @@ where
     }
 
     fn effect_rows(&self, state: &State) -> Vec<Row> {
-        let payments = state.store.payments.iter().enumerate().map(|(index, op)| {
-            Row::new(
-                format!("payment #{}", index + 1),
-                format!("committed, for {}", self.op(*op)),
-            )
+        let payments = state.store.payments.iter().flat_map(|(op, executions)| {
+            (1..=*executions).map(move |execution| {
+                let payment = Payment { op: *op, execution };
+                Row::new(
+                    format!("payment {payment}"),
+                    format!("committed, for {}", self.op(*op)),
+                )
+            })
         });
         let charges = state
             .store
@@ -318,9 +323,9 @@ fn claim_lost(state: &State, proc: usize, job: &Job) -> String {
     }
 }
 
-fn response_text(code: u16, payload: Option<u8>) -> String {
+fn response_text(code: u16, payload: Option<Payment>) -> String {
     match payload {
-        Some(payment) => format!("{code} payment #{payment}"),
+        Some(payment) => format!("{code} payment {payment}"),
         None => code.to_string(),
     }
 }
@@ -330,7 +335,7 @@ fn outcome_text(outcome: Outcome, max_attempts: u8) -> String {
     match outcome {
         Outcome::Pending => "pending".to_string(),
         Outcome::Succeeded { payload } => match payload {
-            Some(payment) => format!("success (payment #{payment})"),
+            Some(payment) => format!("success (payment {payment})"),
             None => "success".to_string(),
         },
         Outcome::Failed { code } => format!("failed {code}"),

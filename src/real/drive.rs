@@ -31,7 +31,7 @@ use crate::handler::lockstep::Backend;
 use crate::handler::replay::Next;
 use crate::handler::{Answer, Call, Reply, Request, Store, StoreError};
 use crate::model::{
-    Action, Event, HttpWorld, JobStep, Key, OpRef, Proc, RecordStatus, State, World,
+    Action, Event, HttpWorld, JobStep, Key, OpRef, Payment, Proc, RecordStatus, State, World,
 };
 use crate::protocol::{status, Lease};
 use std::collections::{BTreeMap, BTreeSet};
@@ -237,10 +237,12 @@ impl<'a, B: Backend> Driver<'a, B> {
             Action::Step { proc } => {
                 let expected = expected_answer(&self.state, next, proc, events);
                 let answer = self.step_handler(proc).map_err(diverged)?;
-                if answer.as_ref().map(reply_summary) != expected {
+                let summary = answer
+                    .as_ref()
+                    .map(|reply| reply_summary(&self.ledger, reply));
+                if summary != expected {
                     return Err(diverged(format!(
-                        "process {proc} answered {:?}, the model {expected:?}",
-                        answer.as_ref().map(reply_summary)
+                        "process {proc} answered {summary:?}, the model {expected:?}"
                     )));
                 }
                 self.describe(proc, answer.as_ref())
@@ -382,7 +384,7 @@ impl<'a, B: Backend> Driver<'a, B> {
     fn describe(&self, proc: u8, answer: Option<&Reply>) -> String {
         let phase = self.handlers[proc as usize].as_ref().map(|h| h.phase);
         let what = match (phase, answer) {
-            (_, Some(reply)) => format!("answers {:?}", reply_summary(reply)),
+            (_, Some(reply)) => format!("answers {:?}", reply_summary(&self.ledger, reply)),
             (Some(Phase::Insert), None) => "SELECT found the key free: will INSERT".to_string(),
             (Some(Phase::Effect), None) => "owns the key".to_string(),
             (Some(Phase::Commit), None) => "payment transaction to come".to_string(),
@@ -411,15 +413,21 @@ impl<'a, B: Backend> Driver<'a, B> {
                 None => return Err(diverged(format!("payment {id} has no handler"))),
             }
         }
-        if real_owners[..] != self.state.store.payments[..] {
-            return Err(diverged(format!(
-                "real payments by operation {real_owners:?}, the model's {:?}",
-                self.state.store.payments
-            )));
-        }
         let mut per_op: BTreeMap<OpRef, usize> = BTreeMap::new();
         for op in real_owners {
             *per_op.entry(op).or_insert(0) += 1;
+        }
+        let model_per_op: BTreeMap<OpRef, usize> = self
+            .state
+            .store
+            .payments
+            .iter()
+            .map(|(op, count)| (*op, *count as usize))
+            .collect();
+        if per_op != model_per_op {
+            return Err(diverged(format!(
+                "real payments per operation {per_op:?}, the model's {model_per_op:?}"
+            )));
         }
         if per_op.values().any(|count| *count > 1) && self.report.real_duplicate_at.is_none() {
             self.report.real_duplicate_at = Some(step);
@@ -458,7 +466,7 @@ impl<'a, B: Backend> Driver<'a, B> {
             if let Some(text) = row {
                 let summary = match Record::decode(&text) {
                     Some(Record::Completed { status, body, .. }) => {
-                        Some((status, payment_id(&body)))
+                        Some((status, payment_named(&self.ledger, payment_id(&body))))
                     }
                     Some(Record::InProgress { .. }) => None,
                     None => {
@@ -474,9 +482,7 @@ impl<'a, B: Backend> Driver<'a, B> {
             if let Some(record) = self.state.store.records.get(&key) {
                 let summary = match record.status {
                     RecordStatus::InProgress { .. } => None,
-                    RecordStatus::Completed { code, payload } => {
-                        Some((code, payload.map_or(0, u64::from)))
-                    }
+                    RecordStatus::Completed { code, payload } => Some((code, payload)),
                 };
                 model.insert(key, summary);
             }
@@ -505,7 +511,7 @@ fn expected_answer(
     after: &State,
     proc: u8,
     events: crate::model::Events,
-) -> Option<(u16, Option<u64>)> {
+) -> Option<(u16, Option<Payment>)> {
     let Proc::Busy(job) = before.procs[proc as usize] else {
         return None;
     };
@@ -513,12 +519,12 @@ fn expected_answer(
         return None;
     }
     match job.step {
-        JobStep::Respond { code, payload } => Some((code, payload.map(u64::from))),
+        JobStep::Respond { code, payload } => Some((code, payload)),
         _ if events.has(Event::Replay) => match before.store.records.get(&job.request.key) {
             Some(crate::model::Record {
                 status: RecordStatus::Completed { code, payload },
                 ..
-            }) => Some((status::replay_status(*code), payload.map(u64::from))),
+            }) => Some((status::replay_status(*code), *payload)),
             _ => Some((status::OK_REPLAY, None)),
         },
         _ if events.has(Event::Conflict) => Some((status::CONFLICT_IN_PROGRESS, None)),
@@ -535,9 +541,22 @@ fn payment_id(body: &str) -> u64 {
         .unwrap_or(0)
 }
 
-fn reply_summary(reply: &Reply) -> (u16, Option<u64>) {
-    let id = payment_id(&reply.body);
-    (reply.status, (id > 0).then_some(id))
+/// The model's name of real payment `id` (0: none): its operation, from the ledger, and its execution number,
+/// its rank among that operation's real payments (ids grow in commit order).
+fn payment_named(ledger: &BTreeMap<u64, OpRef>, id: u64) -> Option<Payment> {
+    let op = *ledger.get(&id)?;
+    let execution = ledger
+        .range(..=id)
+        .filter(|(_, owner)| **owner == op)
+        .count();
+    Some(Payment {
+        op,
+        execution: u8::try_from(execution).expect("fewer than 256 payments"),
+    })
+}
+
+fn reply_summary(ledger: &BTreeMap<u64, OpRef>, reply: &Reply) -> (u16, Option<Payment>) {
+    (reply.status, payment_named(ledger, payment_id(&reply.body)))
 }
 
 fn phase_name(phase: Phase) -> &'static str {
