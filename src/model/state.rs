@@ -302,6 +302,15 @@ impl State {
             .count()
     }
 
+    /// Payments committed, all operations together (the real payments table's row count).
+    pub fn effects(&self) -> usize {
+        self.store
+            .payments
+            .iter()
+            .map(|(_, count)| *count as usize)
+            .sum()
+    }
+
     pub fn effects_of(&self, op: OpRef) -> usize {
         self.store
             .payments

@@ -280,7 +280,7 @@ impl<B: Backend> Driver<'_, B> {
     fn check_counts(&mut self) -> Result<usize, String> {
         let effects = self.backend.effects().map_err(|e| e.to_string())?;
         let charges = self.backend.charges().map_err(|e| e.to_string())?;
-        let model_effects = self.state.store.payments.len();
+        let model_effects = self.state.effects();
         let model_charges = self.state.store.provider_charges.len();
         if (effects, charges) != (model_effects, model_charges) {
             return Err(format!(

@@ -62,6 +62,6 @@ impl Seen {
             || events.has(Event::InboxConflict)
             || events.has(Event::ProducerDeduplicated)
             || provider_absorbed;
-        self.effects = state.store.payments.len();
+        self.effects = state.effects();
     }
 }
