@@ -26,7 +26,9 @@ pub mod sqlite;
 pub mod world;
 mod world_assert;
 mod world_describe;
+pub mod world_properties;
 mod world_records;
+pub mod world_report;
 mod world_step;
 mod world_view;
 
@@ -37,6 +39,8 @@ pub use api::{
 pub use calls::{Answer, Call};
 pub use replay::{next_step, Next, NotDeterministic};
 pub use world::{HandlerFaults, HandlerWorld, RecordsIn};
+pub use world_properties::{Charge, Effect, Seen};
+pub use world_report::{HandlerReport, Reach, ScenarioLine};
 
 #[cfg(test)]
 mod tests;

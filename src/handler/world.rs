@@ -60,6 +60,8 @@ pub struct HandlerWorld<H, W = NoWorker> {
     pub(super) worker_prefixes: Prefixes,
     /// For `no-stuck-key`: where the records are, and which are unfinished.
     pub(super) records: Option<Records>,
+    /// The design's own properties and wanted scenarios (`world_properties`).
+    pub(super) own: super::world_properties::Own,
 }
 
 impl<H: Handler> HandlerWorld<H, NoWorker> {
@@ -81,6 +83,7 @@ impl<H: Handler> HandlerWorld<H, NoWorker> {
             prefixes: Prefixes::default(),
             worker_prefixes: Prefixes::default(),
             records: None,
+            own: Default::default(),
         }
     }
 }
@@ -104,12 +107,18 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             records: self.records,
             prefixes: self.prefixes,
             worker_prefixes: Prefixes::default(),
+            own: self.own,
         }
     }
 
     /// Declare where the records are and which are unfinished: adds the `no-stuck-key` property (once faults
-    /// stop, the world comes to rest with no unfinished record).
-    pub fn records(mut self, place: RecordsIn, in_progress: fn(&str, u64) -> bool) -> Self {
+    /// stop, the world comes to rest with no unfinished record). `in_progress(value, now_ms)` may be a closure.
+    pub fn records(
+        mut self,
+        place: RecordsIn,
+        in_progress: impl Fn(&str, u64) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        let in_progress = std::sync::Arc::new(in_progress);
         self.records = Some(Records { place, in_progress });
         self
     }
@@ -439,6 +448,7 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
                 Events::of(&[scenario]),
             ));
         }
+        properties.extend(self.own_properties());
         properties
     }
 
