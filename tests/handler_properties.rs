@@ -202,8 +202,10 @@ fn a_report_fails_on_a_violated_property_or_a_wanted_scenario_not_reached() {
         text.contains("no-cross-client-reply        violated ("),
         "{text}"
     );
+    let outcome = text.lines().last().unwrap_or_default();
+    assert!(outcome.starts_with("FAILED: "), "{text}");
     assert!(
-        text.contains("FAILED: no-cross-client-reply is violated"),
+        outcome.contains("no-cross-client-reply is violated"),
         "{text}"
     );
     assert_eq!(checked.json()["properties"][CROSS], "violated");
