@@ -53,7 +53,7 @@ pub struct Charge<'a> {
 }
 
 fn op_of(ghost: u16) -> Option<Op> {
-    (ghost != NO_OPERATION).then(|| Op {
+    (ghost != NO_OPERATION).then_some(Op {
         client: (ghost / 16) as u8,
         op: (ghost % 16) as u8,
     })
