@@ -14,6 +14,8 @@ use retrylab::handler::designs::{common, select_then_insert, separate_kv};
 mod completer;
 #[path = "idempot_js_182.rs"]
 mod idempot_js_182;
+#[path = "idempotent_217.rs"]
+mod idempotent_217;
 #[path = "lease_fenced.rs"]
 pub mod lease_fenced;
 #[path = "medusa_16292.rs"]
@@ -59,6 +61,8 @@ struct Line {
     matches: bool,
     missing_scenarios: Vec<String>,
     model: String,
+    /// Scenarios a complete search never met (not a failure unless declared wanted: `missing_scenarios`).
+    not_reached: Vec<String>,
     properties: BTreeMap<String, String>,
     reached: Vec<String>,
     states: u64,
@@ -166,6 +170,12 @@ fn check<H: Handler, W: Worker>(
         matches: comparison.matches,
         missing_scenarios: comparison.missing_scenarios,
         model: name.to_string(),
+        not_reached: report
+            .properties
+            .iter()
+            .filter(|p| p.kind == sometimes && p.verdict != HOLDS)
+            .map(|p| p.name.clone())
+            .collect(),
         properties: report
             .properties
             .iter()
@@ -285,6 +295,11 @@ fn main() {
                 let declared = line.expected.get(property).map_or("-", String::as_str);
                 println!("    {property:<26} {found:<10} declared {declared}");
             }
+            println!(
+                "    scenarios reached: {}; not reached: {}",
+                listed(&line.reached),
+                listed(&line.not_reached)
+            );
             for (property, steps) in &line.unexpected {
                 println!("  counterexample for {property} (unexpected):");
                 steps.iter().for_each(|step| println!("      {step}"));
@@ -296,6 +311,14 @@ fn main() {
     } else {
         1
     });
+}
+
+fn listed(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
 }
 
 /// A client told 409 waits out the lease (Retry-After) and has attempts enough to outlast one crash.
@@ -444,6 +467,7 @@ pub fn catalogue(visit: &mut impl Visit) {
     overwrites(visit);
     requests::catalogue(visit);
     lost_answers(visit);
+    own_properties(visit);
 }
 
 /// idempot-js #182: a claim by plain SET after a lookup overwrites a racing claim (the timeline prints the value
@@ -515,6 +539,41 @@ fn lost_answers(visit: &mut impl Visit) {
             .call_faults([commit_lost(), CallFault::not_made("COMMIT", 1)]),
         &[(dup, HOLDS), (lost, HOLDS), (resolves, HOLDS)],
         &["answer-lost", "handler-error", "replay"],
+    );
+}
+
+/// Designs that state a property of their own (`HandlerWorld::always`, `sometimes`): arun0009/idempotent #217,
+/// a response stored under the key alone and replayed to another client who sent the same key.
+fn own_properties(visit: &mut impl Visit) {
+    use idempotent_217::*;
+    // Two clients sending the same key, one lost response.
+    fn world<H: Handler>(design: HandlerWorld<H>) -> HandlerWorld<H> {
+        design
+            .faults(faults(|f| f.drop_responses = 1))
+            .always(CROSS, no_cross_client_reply)
+            .sometimes(BOTH, same_key_both_answered)
+    }
+    let (dup, resolves) = ("no-duplicate-effect", "eventually-resolves");
+    visit.design(
+        "idempotent-217-key-only-scope",
+        world(HandlerWorld::new(KeyOnly, 2, BODY)),
+        &[
+            (CROSS, VIOLATED),
+            (dup, HOLDS),
+            ("no-lost-effect", VIOLATED),
+        ],
+        &[BOTH, "replay"],
+    );
+    visit.design(
+        "idempotent-217-key-only-scope-fixed",
+        world(HandlerWorld::new(CallerScoped, 2, BODY)),
+        &[
+            (CROSS, HOLDS),
+            (dup, HOLDS),
+            ("no-lost-effect", HOLDS),
+            (resolves, HOLDS),
+        ],
+        &[BOTH, "replay", "lost-response"],
     );
 }
 

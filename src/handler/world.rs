@@ -73,6 +73,8 @@ pub struct HandlerWorld<H, W = NoWorker> {
     pub(super) hooks: Hooks,
     /// Faults of named calls, each with its own budget (`lost`).
     pub(super) call_faults: Vec<CallFault>,
+    /// The design's own properties and wanted scenarios (`world_properties`).
+    pub(super) own: super::world_properties::Own,
 }
 
 impl<H: Handler> HandlerWorld<H, NoWorker> {
@@ -98,6 +100,7 @@ impl<H: Handler> HandlerWorld<H, NoWorker> {
             fair: true,
             hooks: Hooks::default(),
             call_faults: Vec::new(),
+            own: Default::default(),
         }
     }
 }
@@ -125,12 +128,18 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             fair: self.fair,
             hooks: self.hooks,
             call_faults: self.call_faults,
+            own: self.own,
         }
     }
 
     /// Declare where the records are and which are unfinished: adds the `no-stuck-key` property (once faults
-    /// stop, the world comes to rest with no unfinished record).
-    pub fn records(mut self, place: RecordsIn, in_progress: fn(&str, u64) -> bool) -> Self {
+    /// stop, the world comes to rest with no unfinished record). `in_progress(value, now_ms)` may be a closure.
+    pub fn records(
+        mut self,
+        place: RecordsIn,
+        in_progress: impl Fn(&str, u64) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        let in_progress = std::sync::Arc::new(in_progress);
         self.records = Some(Records { place, in_progress });
         self
     }
@@ -495,6 +504,7 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
                 Events::of(&[scenario]),
             ));
         }
+        properties.extend(self.own_properties());
         properties
     }
 

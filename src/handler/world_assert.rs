@@ -1,34 +1,77 @@
 //! A test's one line: check a handler world, and fail with the shortest counterexample step by step and the
 //! command that runs the same search again (it is deterministic: the same steps every time, on any machine).
+//! A name that is no property (or no scenario) of the world is refused before the search, with the valid ones:
+//! a misspelt property would otherwise be judged after minutes of search, or not at all.
 
 use super::api::{Handler, Worker};
-use super::world::HandlerWorld;
-use crate::check::{timeline, Model, Report, Verdict};
+use super::world::{HandlerAction, HandlerWorld};
+use crate::check::{Kind, Model, Report, Verdict};
 
 impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// Check breadth-first and panic unless `property` holds (an incomplete search fails too: it proves
     /// nothing), printing the shortest counterexample and the command that replays it. The report otherwise.
     pub fn assert_holds(&self, property: &str) -> Report<Self> {
+        self.refuse_unknown("assert_holds", property, Kind::Always);
         let report = self.checker().bfs();
         let verdict = report.verdict(property);
         if verdict == Verdict::Holds {
             return report;
         }
         let mut text = format!("{property} is {}", verdict.name());
-        if let Some(path) = report.counterexample(property) {
-            text.push_str(&format!(
-                "; the shortest counterexample, {} steps:\n",
-                path.len()
-            ));
-            let run = timeline(self, path).expect("a path the search found replays");
-            for step in run.steps {
-                text.push_str(&format!("    {:>2}. {}\n", step.step, step.text));
-            }
-        } else {
+        let steps = self.report_of(report).counterexample_steps(property);
+        if steps.is_empty() {
             text.push('\n');
+        } else {
+            let count = steps.len();
+            text.push_str(&format!("; the shortest counterexample, {count} steps:\n"));
+            steps
+                .iter()
+                .for_each(|step| text.push_str(&format!("    {step}\n")));
         }
         text.push_str(&format!("replay: {}", replay_command()));
         panic!("{text}");
+    }
+
+    /// Check breadth-first and panic unless `property` is violated (the broken twin of a design is caught);
+    /// its shortest counterexample otherwise.
+    pub fn assert_violated(&self, property: &str) -> Vec<HandlerAction> {
+        self.refuse_unknown("assert_violated", property, Kind::Always);
+        let report = self.checker().bfs();
+        match report.counterexample(property) {
+            Some(path) => path.to_vec(),
+            None => panic!(
+                "{property} is {}, expected violated\nreplay: {}",
+                report.verdict(property).name(),
+                replay_command()
+            ),
+        }
+    }
+
+    /// Check breadth-first and panic unless the search reached `scenario` (a built-in one, or an own
+    /// `sometimes`): the evidence that what holds was put to the test. The report otherwise.
+    pub fn assert_reached(&self, scenario: &str) -> Report<Self> {
+        self.refuse_unknown("assert_reached", scenario, Kind::Sometimes);
+        let report = self.checker().bfs();
+        if !report.reached(scenario) {
+            let reach = self.report_of(report).scenarios();
+            let line = reach.iter().find(|line| line.name == scenario);
+            let said = line.map_or("not reached", |line| line.reach.name());
+            panic!(
+                "scenario {scenario} is {said}\nreplay: {}",
+                replay_command()
+            );
+        }
+        report
+    }
+
+    /// Check breadth-first and panic, with the whole text report, unless every property holds and every
+    /// wanted scenario (`wants`) was reached; a scenario not wanted may go unreached.
+    pub fn assert_passes(&self) -> Report<Self> {
+        let checked = self.report();
+        if !checked.passed() {
+            panic!("{}replay: {}", checked.text(), replay_command());
+        }
+        checked.report
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::sim::Committed;
 use super::world::{HandlerState, HandlerWorld};
+use std::sync::Arc;
 
 /// Where a design keeps its idempotency records, and which of their values are unfinished: what the
 /// `no-stuck-key` property needs to know of a handler's record format.
@@ -15,12 +16,24 @@ pub enum RecordsIn {
     KeyValue,
 }
 
+/// Whether a record with this value is unfinished at this time (ms): any closure, so it may capture what the
+/// design knows (a lease length, a status prefix).
+pub type InProgress = Arc<dyn Fn(&str, u64) -> bool + Send + Sync>;
+
 /// The records declaration: where they are, and `in_progress(value, now_ms)`: whether a record with this value
 /// is unfinished at that time (a claim whose lease ran out may say no: the next request takes it over).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Records {
     pub place: RecordsIn,
-    pub in_progress: fn(&str, u64) -> bool,
+    pub in_progress: InProgress,
+}
+
+impl std::fmt::Debug for Records {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Records")
+            .field("place", &self.place)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Records {

@@ -97,6 +97,17 @@ pub fn explore_page(
     page(title, subtitle, &body)
 }
 
+/// A page of plain sections (a handler world's report, `HandlerWorld::report`): `body` is HTML the caller built,
+/// its text escaped with [`escape_html`]; the explorer's styles, no script.
+pub fn plain_page(title: &str, subtitle: &str, body: &str) -> String {
+    page(title, subtitle, body)
+}
+
+/// Text made safe to put in HTML.
+pub fn escape_html(text: &str) -> String {
+    escape(text)
+}
+
 fn page(title: &str, subtitle: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{title}</title>\n\
