@@ -28,16 +28,16 @@ mod powertools_5714;
 pub mod powertools_java_1281;
 #[path = "provider.rs"]
 mod provider;
+#[path = "requests.rs"]
+pub mod requests;
+#[path = "stroppy_167.rs"]
+mod stroppy_167;
 #[path = "sweeper.rs"]
 mod sweeper;
 #[path = "time_designs.rs"]
 mod time_designs;
 #[path = "visibility_timeout.rs"]
 mod visibility_timeout;
-#[path = "requests.rs"]
-pub mod requests;
-#[path = "stroppy_167.rs"]
-mod stroppy_167;
 
 use retrylab::check::{Expected, Model, Report, Verdict};
 use retrylab::handler::{CallFault, Handler, HandlerFaults, HandlerWorld, RecordsIn, Worker};

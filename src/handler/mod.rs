@@ -31,8 +31,8 @@ mod world_assert;
 mod world_describe;
 pub mod world_properties;
 mod world_records;
-pub mod world_requests;
 pub mod world_report;
+pub mod world_requests;
 mod world_step;
 pub mod world_time;
 mod world_trace;
@@ -46,10 +46,10 @@ pub use calls::{Answer, Call};
 pub use lost::{CallFault, Failure};
 pub use replay::{next_step, Next, NotDeterministic};
 pub use world::{HandlerFaults, HandlerWorld, RecordsIn};
-pub use world_trace::Made;
-pub use world_requests::{Attempt, Reaction};
 pub use world_properties::{Charge, Effect, Seen};
 pub use world_report::{HandlerReport, Reach, ScenarioLine};
+pub use world_requests::{Attempt, Reaction};
+pub use world_trace::Made;
 
 #[cfg(test)]
 mod lost_tests;
