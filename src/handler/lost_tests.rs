@@ -167,8 +167,10 @@ fn more_call_faults_than_the_state_keeps_are_refused() {
 }
 
 /// Makes named calls in a fixed order and answers their ids, comma-separated.
+#[cfg(feature = "real")]
 struct NamedCalls;
 
+#[cfg(feature = "real")]
 const NAMED: [(&str, Option<&str>); 5] = [
     ("capture", Some("k1")),
     ("capture", Some("k1")),
@@ -177,6 +179,7 @@ const NAMED: [(&str, Option<&str>); 5] = [
     ("capture", Some("k2")),
 ];
 
+#[cfg(feature = "real")]
 impl Handler for NamedCalls {
     async fn handle<S: Store>(&self, db: &mut S, _request: &Request) -> Reply {
         let mut ids = Vec::new();
