@@ -103,9 +103,9 @@ fn a_wrong_format_or_version_is_refused_where_it_is_written() {
     let steps = timeline(&model.world, actions).unwrap().steps;
     let text = new_trace(&model, name, "bfs", None, steps).to_json();
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(value["version"], serde_json::json!(1), "{text}");
+    assert_eq!(value["version"], serde_json::json!(2), "{text}");
     for (field, from, to) in [
-        ("version", "\"version\": 1", "\"version\": 2561"),
+        ("version", "\"version\": 2", "\"version\": 2561"),
         ("format", "\"retrylab-trace\"", "\"other-trace\""),
     ] {
         assert!(text.contains(from), "{field}: {text}");
