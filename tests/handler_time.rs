@@ -123,18 +123,20 @@ fn fairness_decides_whether_a_client_told_409_resolves() {
 /// out; fairness keeps a client told 409 asking).
 #[test]
 fn the_lease_design_holds_every_property_in_the_two_by_two_world() {
-    let world = HandlerWorld::new(LeaseFenced, 2, BODY)
-        .processes(2)
-        .faults(HandlerFaults {
-            crashes: 1,
-            pauses: 1,
-            drop_responses: 1,
-            early_timeouts: 1,
-            ..HandlerFaults::default()
-        })
-        .records(keys(), claim_unfinished)
-        .expiries(keys(), lease_fenced::lease_expiry);
-    let report = world.checker().bfs();
+    let world = || {
+        HandlerWorld::new(LeaseFenced, 2, BODY)
+            .processes(2)
+            .faults(HandlerFaults {
+                crashes: 1,
+                pauses: 1,
+                drop_responses: 1,
+                early_timeouts: 1,
+                ..HandlerFaults::default()
+            })
+            .records(keys(), claim_unfinished)
+            .expiries(keys(), lease_fenced::lease_expiry)
+    };
+    let report = world().checker().bfs();
     assert!(report.complete);
     for property in report
         .properties
@@ -143,5 +145,17 @@ fn the_lease_design_holds_every_property_in_the_two_by_two_world() {
     {
         assert_eq!(property.verdict, Verdict::Holds, "{}", property.name);
     }
+    // The green is not vacuous: the world's dangerous scenarios were reached.
+    for scenario in [
+        "crash-after-claim",
+        "slow-owner",
+        "parallel-retry",
+        "lost-response",
+    ] {
+        assert!(report.reached(scenario), "{scenario} not reached");
+    }
     println!("2x2 lease-fenced: {} states", report.states);
+    // Its twin: the same world without fairness, where a client told 409 after its last attempt gives up.
+    let unfair = world().fair(false).checker().bfs();
+    assert_eq!(unfair.verdict("eventually-resolves"), Verdict::Violated);
 }

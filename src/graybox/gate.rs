@@ -323,6 +323,18 @@ mod tests {
         out
     }
 
+    /// A PostgreSQL gate over a store that the kernel's backlog accepts and that never answers (the gate
+    /// forwards a startup to it only); the listener is returned so that it lives as long as the test.
+    async fn gates_over_a_silent_store() -> (TcpListener, Gates) {
+        let store = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+            .await
+            .unwrap();
+        let gates = Gates::start(Some(store.local_addr().unwrap()), None)
+            .await
+            .unwrap();
+        (store, gates)
+    }
+
     /// Ask for TLS, get the gate's `N`, close (as pgx on `sslmode=prefer`, or any client on `require`).
     async fn refused_tls(gate: SocketAddr) {
         let mut client = TcpStream::connect(gate).await.unwrap();
@@ -360,13 +372,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_refused_tls_request_followed_by_a_plain_reconnect_is_no_tls_requirement() {
-        // The store: accepted by the kernel's backlog, never answers (the gate forwards a startup to it only).
-        let store = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
-            .await
-            .unwrap();
-        let mut gates = Gates::start(Some(store.local_addr().unwrap()), None)
-            .await
-            .unwrap();
+        let (_store, mut gates) = gates_over_a_silent_store().await;
         let gate = gates.postgres_address().unwrap();
         refused_tls(gate).await;
         let mut again = TcpStream::connect(gate).await.unwrap();
@@ -378,12 +384,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_refused_tls_request_with_no_reconnect_is_a_tls_requirement() {
-        let store = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
-            .await
-            .unwrap();
-        let mut gates = Gates::start(Some(store.local_addr().unwrap()), None)
-            .await
-            .unwrap();
+        let (_store, mut gates) = gates_over_a_silent_store().await;
         refused_tls(gates.postgres_address().unwrap()).await;
         let events = until_first_closed(&mut gates).await;
         assert_eq!(

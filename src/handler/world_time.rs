@@ -126,6 +126,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         if let Some(at_ms) = self.next_expiry_ms(&state.store) {
             state.store.now_ms = at_ms;
         }
+        // Looked at first: `clients` is copied on write (`Shared`), and most rests have no patient client.
         if state.clients.iter().any(|c| c.phase == Phase::Patient) {
             for client in state.clients.iter_mut() {
                 if client.phase == Phase::Patient {
