@@ -98,25 +98,38 @@
 //! - `graybox` (feature `stack`): a running service in any language, crashed and ordered at its SQL and Redis wire.
 //! - `stack` (feature `stack`): the designs served over HTTP, the retrying client, the fault proxy, the probe.
 
-pub mod atomic;
-pub mod backoff;
-pub mod check;
-pub mod experiments;
+// The workspace's crates under one name, at the paths the tests, examples and library users know.
+pub use retrylab_check as check;
+pub use retrylab_experiments as experiments;
 #[cfg(feature = "stack")]
-pub mod graybox;
-pub mod handler;
-pub mod input;
-pub mod loopback;
-pub mod model;
-pub mod plot;
-pub mod protocol;
-#[cfg(feature = "nats")]
-pub mod queue_real;
+pub use retrylab_real::{graybox, stack};
 #[cfg(feature = "real")]
-pub mod real;
-pub mod report;
-pub mod servers;
-pub mod sim;
-pub mod spec;
-#[cfg(feature = "stack")]
-pub mod stack;
+pub use retrylab_real::{loopback, real, runner, servers, stores};
+pub use retrylab_sim::{atomic, backoff, plot, sim};
+pub use retrylab_worlds::{input, model, protocol, spec};
+
+/// The handler API and world (`retrylab_worlds::handler`), with the real stores and the runner beside it.
+pub mod handler {
+    #[cfg(feature = "real")]
+    pub use retrylab_real::runner::{drive, lockstep};
+    #[cfg(feature = "real")]
+    pub use retrylab_real::stores::{postgres, sqlite};
+    pub use retrylab_worlds::handler::*;
+}
+
+/// Reports (`retrylab_worlds::report`), with the explorer's server.
+pub mod report {
+    #[cfg(feature = "cli")]
+    pub use crate::explore::server as explore_server;
+    pub use retrylab_worlds::report::*;
+}
+
+/// The queue models on NATS JetStream (`retrylab_real::queue_real`), with the dedup-window experiment measured there.
+#[cfg(feature = "nats")]
+pub mod queue_real {
+    pub use retrylab_experiments::dedup_window::real_broker as window;
+    pub use retrylab_real::queue_real::*;
+}
+
+#[cfg(feature = "cli")]
+mod explore;

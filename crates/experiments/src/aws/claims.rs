@@ -1,0 +1,314 @@
+//! The AWS post's claims (docs/domain.md section 7), each turned into a test on the sweep's summary.
+//!
+//! Vague words get explicit thresholds, stated in each claim's `criterion`, so a reader can
+//! disagree with the threshold rather than with a hidden judgement.
+
+use super::sweep::{find_cell, CellSummary};
+use super::world::AwsParams;
+use crate::backoff::Strategy;
+use crate::claim::{Claim, Verdict};
+use crate::sim::stats::log_log_slope;
+
+/// Multi-point claims are judged from this client count up: below it there is too little
+/// contention for the strategies to separate (at 10 clients they all finish in a few rounds).
+pub const CONTENTION_CLIENTS_MIN: u32 = 50;
+
+/// "About the same" work: means within this relative difference.
+pub const SAME_WORK_TOLERANCE: f64 = 0.15;
+
+/// "Much longer": at least this ratio of mean completion times.
+pub const MUCH_LONGER_RATIO: f64 = 1.2;
+
+/// "O(N^2) growth": a fitted exponent of calls against clients at least this high.
+pub const QUADRATIC_EXPONENT_MIN: f64 = 1.7;
+
+const NONE: Strategy = Strategy::None;
+const EXPO: Strategy = Strategy::Exponential;
+const EQUAL: Strategy = Strategy::EqualJitter;
+const FULL: Strategy = Strategy::FullJitter;
+const DECOR: Strategy = Strategy::Decorrelated { growth: 3 };
+
+/// The five cells of the post's strategies at one client count.
+struct Column<'a> {
+    clients: u32,
+    none: &'a CellSummary,
+    expo: &'a CellSummary,
+    equal: &'a CellSummary,
+    full: &'a CellSummary,
+    decor: &'a CellSummary,
+}
+
+fn columns(cells: &[CellSummary]) -> Vec<Column<'_>> {
+    let mut clients: Vec<u32> = cells.iter().map(|c| c.clients).collect();
+    clients.sort_unstable();
+    clients.dedup();
+    clients
+        .into_iter()
+        .filter_map(|n| {
+            Some(Column {
+                clients: n,
+                none: find_cell(cells, NONE, n)?,
+                expo: find_cell(cells, EXPO, n)?,
+                equal: find_cell(cells, EQUAL, n)?,
+                full: find_cell(cells, FULL, n)?,
+                decor: find_cell(cells, DECOR, n)?,
+            })
+        })
+        .collect()
+}
+
+/// Judges a per-client-count condition over the contended columns.
+fn over_contended(
+    columns: &[Column<'_>],
+    statement: &'static str,
+    criterion: String,
+    holds: impl Fn(&Column<'_>) -> bool,
+    describe: impl Fn(&Column<'_>) -> String,
+) -> Claim {
+    let contended: Vec<&Column<'_>> = columns
+        .iter()
+        .filter(|c| c.clients >= CONTENTION_CLIENTS_MIN)
+        .collect();
+    if contended.is_empty() {
+        return Claim::not_tested(statement, criterion);
+    }
+    let failing: Vec<u32> = contended
+        .iter()
+        .filter(|c| !holds(c))
+        .map(|c| c.clients)
+        .collect();
+    let verdict = if failing.is_empty() {
+        Verdict::Reproduced
+    } else if failing.len() * 2 <= contended.len() {
+        Verdict::Partly
+    } else {
+        Verdict::NotReproduced
+    };
+    // Evidence at the middle contended point and at the largest one.
+    let middle = contended[contended.len() / 2];
+    let last = contended[contended.len() - 1];
+    let mut evidence = format!(
+        "holds at {} of {} client counts >= {CONTENTION_CLIENTS_MIN}",
+        contended.len() - failing.len(),
+        contended.len()
+    );
+    if !failing.is_empty() {
+        evidence += &format!(" (fails at {failing:?})");
+    }
+    evidence += &format!("; {}", describe(middle));
+    if last.clients != middle.clients {
+        evidence += &format!("; {}", describe(last));
+    }
+    Claim::new(statement, criterion, verdict, evidence)
+}
+
+fn calls(c: &CellSummary) -> f64 {
+    c.calls.mean
+}
+
+fn time(c: &CellSummary) -> f64 {
+    c.time_ms.mean
+}
+
+/// Evaluates every claim of the post and its known critiques on the summaries of a sweep.
+pub fn evaluate(cells: &[CellSummary]) -> Vec<Claim> {
+    let cols = columns(cells);
+    let mut claims = Vec::new();
+
+    claims.push(over_contended(
+        &cols,
+        "Exponential backoff without jitter is the clear loser: more work and far more time than the jittered strategies.",
+        "at each client count, exponential's mean calls and mean completion time exceed those of equal, full and decorrelated jitter".into(),
+        |c| {
+            let jittered = [c.equal, c.full, c.decor];
+            jittered.iter().all(|j| calls(c.expo) > calls(j) && time(c.expo) > time(j))
+        },
+        |c| {
+            let worst_calls = calls(c.equal).max(calls(c.full)).max(calls(c.decor));
+            let worst_time = time(c.equal).max(time(c.full)).max(time(c.decor));
+            format!(
+                "N={}: exponential {:.0} calls, {:.0} ms vs the worst jittered {:.0} calls, {:.0} ms ({:.1}x the time)",
+                c.clients, calls(c.expo), time(c.expo), worst_calls, worst_time, time(c.expo) / worst_time
+            )
+        },
+    ));
+
+    claims.push(over_contended(
+        &cols,
+        "Full and equal jitter do about the same work; decorrelated jitter does more.",
+        format!(
+            "equal's mean calls within {:.0}% of full's, and decorrelated's above both",
+            SAME_WORK_TOLERANCE * 100.0
+        ),
+        |c| {
+            (calls(c.equal) / calls(c.full) - 1.0).abs() <= SAME_WORK_TOLERANCE
+                && calls(c.decor) > calls(c.full).max(calls(c.equal))
+        },
+        |c| {
+            format!(
+                "N={}: full {:.0}, equal {:.0}, decorrelated {:.0} calls",
+                c.clients,
+                calls(c.full),
+                calls(c.equal),
+                calls(c.decor)
+            )
+        },
+    ));
+
+    claims.push(over_contended(
+        &cols,
+        "Equal jitter takes much longer to finish than full jitter.",
+        format!("equal's mean completion time at least {MUCH_LONGER_RATIO}x full's"),
+        |c| time(c.equal) >= MUCH_LONGER_RATIO * time(c.full),
+        |c| {
+            format!(
+                "N={}: equal {:.0} ms vs full {:.0} ms ({:.2}x)",
+                c.clients,
+                time(c.equal),
+                time(c.full),
+                time(c.equal) / time(c.full)
+            )
+        },
+    ));
+
+    let mut full_vs_decor = over_contended(
+        &cols,
+        "Full jitter does less work than decorrelated jitter but takes slightly more time.",
+        "full's mean calls below decorrelated's and full's mean completion time above decorrelated's".into(),
+        |c| calls(c.full) < calls(c.decor) && time(c.full) > time(c.decor),
+        |c| {
+            format!(
+                "N={}: full {:.0} calls, {:.0} ms vs decorrelated {:.0} calls, {:.0} ms",
+                c.clients, calls(c.full), time(c.full), calls(c.decor), time(c.decor)
+            )
+        },
+    );
+    // The time difference is small: say where it is within the noise.
+    let overlapping: Vec<u32> = cols
+        .iter()
+        .filter(|c| c.clients >= CONTENTION_CLIENTS_MIN)
+        .filter(|c| {
+            (time(c.full) - time(c.decor)).abs() <= c.full.time_ms.ci95 + c.decor.time_ms.ci95
+        })
+        .map(|c| c.clients)
+        .collect();
+    if !overlapping.is_empty() {
+        full_vs_decor.evidence +=
+            &format!("; the two times' 95% intervals overlap at N = {overlapping:?}");
+    }
+    claims.push(full_vs_decor);
+
+    claims.push(match cols.iter().find(|c| c.clients == 100) {
+        None => Claim::not_tested(
+            "At 100 clients, full jitter cuts calls by more than half against plain exponential.",
+            "needs the 100-client cells",
+        ),
+        Some(c) => {
+            let ratio = calls(c.full) / calls(c.expo);
+            // Conservative: the upper end of full's interval against the lower end of exponential's.
+            let conservative = c.full.calls.high() / c.expo.calls.low();
+            Claim {
+                statement: "At 100 clients, full jitter cuts calls by more than half against plain exponential.".into(),
+                criterion: "mean calls of full jitter below 0.5x exponential's at 100 clients, also comparing the ends of the 95% intervals".into(),
+                verdict: if conservative < 0.5 {
+                    Verdict::Reproduced
+                } else if ratio < 0.5 {
+                    Verdict::Partly
+                } else {
+                    Verdict::NotReproduced
+                },
+                evidence: format!(
+                    "full {:.0} ± {:.0} vs exponential {:.0} ± {:.0} calls: ratio {:.2} (interval ends {:.2})",
+                    c.full.calls.mean, c.full.calls.ci95, c.expo.calls.mean, c.expo.calls.ci95, ratio, conservative
+                ),
+            }
+        }
+    });
+
+    claims.push(growth_claim(cells));
+
+    claims.push(over_contended(
+        &cols,
+        "Critique: work trades against time; no backoff is the fastest to finish (and does the most work).",
+        "at each client count, none's mean completion time is the lowest of the five and its mean calls the highest".into(),
+        |c| {
+            let others = [c.expo, c.equal, c.full, c.decor];
+            others.iter().all(|o| time(c.none) < time(o) && calls(c.none) > calls(o))
+        },
+        |c| {
+            let fastest_other = time(c.expo).min(time(c.equal)).min(time(c.full)).min(time(c.decor));
+            format!(
+                "N={}: none {:.0} ms with {:.0} calls vs the fastest backoff {:.0} ms",
+                c.clients, time(c.none), calls(c.none), fastest_other
+            )
+        },
+    ));
+    claims
+}
+
+/// "No strategy changes the O(N^2) growth of work": fit `calls ~ N^k` per strategy.
+fn growth_claim(cells: &[CellSummary]) -> Claim {
+    let statement = "No strategy changes the O(N^2) growth of work.";
+    let criterion = format!(
+        "least-squares exponent k of mean calls ~ N^k over client counts >= {CONTENTION_CLIENTS_MIN}, at least {QUADRATIC_EXPONENT_MIN} for every strategy"
+    );
+    let mut exponents = Vec::new();
+    for strategy in Strategy::POST {
+        let points: Vec<(f64, f64)> = cells
+            .iter()
+            .filter(|c| c.strategy == strategy && c.clients >= CONTENTION_CLIENTS_MIN)
+            .map(|c| (f64::from(c.clients), c.calls.mean))
+            .collect();
+        if points.len() < 3 {
+            return Claim::not_tested(statement, criterion);
+        }
+        let tail = &points[points.len().saturating_sub(5)..];
+        exponents.push((strategy, log_log_slope(&points), log_log_slope(tail)));
+    }
+    let quadratic = exponents
+        .iter()
+        .filter(|(_, k, _)| *k >= QUADRATIC_EXPONENT_MIN)
+        .count();
+    Claim {
+        statement: statement.into(),
+        criterion,
+        verdict: if quadratic == exponents.len() {
+            Verdict::Reproduced
+        } else if quadratic * 2 >= exponents.len() {
+            Verdict::Partly
+        } else {
+            Verdict::NotReproduced
+        },
+        evidence: exponents
+            .iter()
+            .map(|(s, k, k_tail)| format!("{s} k={k:.2} (last 5 client counts: {k_tail:.2})"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// The critique that decorrelated jitter sticks to the cap about 2/3 of the time, judged on
+/// `draws` consecutive delays of one client ([`super::world::cap_stickiness`]).
+pub fn cap_claim(
+    params: &AwsParams,
+    draws: u32,
+    at_cap_share: f64,
+    stay_share: Option<f64>,
+) -> Claim {
+    let stay = stay_share.map_or("n/a".to_string(), |s| format!("{:.1}%", s * 100.0));
+    Claim::new(
+        "Critique: decorrelated jitter sticks to the cap about 2/3 of the time.",
+        format!("share of delays equal to the cap over {draws} consecutive retries of one client"),
+        if at_cap_share > 0.5 {
+            Verdict::Reproduced
+        } else {
+            Verdict::Partly
+        },
+        format!(
+            "a delay at the cap is followed by another delay exactly at the cap {stay} of the time (theory (3 cap - cap)/(3 cap - base) = {:.1}%), \
+             but only {:.1}% of all delays sit at the cap, because a draw below the cap takes several retries to climb back",
+            (2.0 * params.cap_ms) / (3.0 * params.cap_ms - params.base_ms) * 100.0,
+            at_cap_share * 100.0
+        ),
+    )
+}

@@ -1,0 +1,30 @@
+//! retrylab's real side: the protocol and the handlers run as real code on real stores and real servers.
+//!
+//! - [`stores`]: the store interface on memory, SQLite and PostgreSQL.
+//! - [`runner`]: handlers run one call at a time on a real store, driven by a checker trace.
+//! - [`real`]: the built-in world's traces replayed on real stores through the article handler.
+//! - [`stack`] (feature `stack`): `retrylab serve`, the retrying client, the proxy, `probe`, `load`;
+//!   [`graybox`]: the wire-level gate that makes a running service's every statement a step.
+//! - [`queue_real`] (feature `nats`): the queue models against NATS JetStream.
+//! - [`servers`]: throwaway PostgreSQL, Redis, nats-server and Slurm for tests; [`loopback`]: the address rules.
+
+#[cfg(feature = "stack")]
+pub mod graybox;
+pub mod loopback;
+#[cfg(feature = "nats")]
+pub mod queue_real;
+pub mod real;
+pub mod runner;
+pub mod servers;
+#[cfg(feature = "stack")]
+pub mod stack;
+pub mod stores;
+
+#[cfg(test)]
+mod handler_tests;
+
+// The layers below, under the names the modules of this crate use for them.
+use retrylab_check as check;
+#[cfg(feature = "stack")]
+use retrylab_sim::backoff;
+use retrylab_worlds::{handler, model, protocol};
