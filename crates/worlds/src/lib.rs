@@ -17,3 +17,12 @@ pub mod spec;
 // The layers below, under the names the modules of this crate use for them.
 use retrylab_check as check;
 use retrylab_sim::atomic;
+
+/// A file of the repository (the workspace's root, where `models/` lives): the unit tests read the shipped model
+/// files.
+#[cfg(test)]
+pub(crate) fn repository_file(relative: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(relative)
+}

@@ -368,9 +368,7 @@ mod tests {
     use crate::spec::load_model;
 
     fn load(name: &str) -> World {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("models")
-            .join(name);
+        let path = crate::repository_file("models").join(name);
         load_model(&path).expect("a shipped model").world
     }
 

@@ -512,7 +512,7 @@ mod tests {
 
     #[test]
     fn packing_is_injective_and_unpacking_inverts_it() {
-        let models_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+        let models_dir = crate::repository_file("models");
         let mut models: Vec<_> = std::fs::read_dir(models_dir)
             .expect("models/")
             .map(|entry| entry.expect("entry").path())

@@ -588,8 +588,7 @@ mod tests {
     /// with a live lease: in every reachable state, never a `Send` then (and such states are reached).
     #[test]
     fn retry_after_waits_on_the_key_the_409_answered() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("models/per-attempt-duplicated-request.toml");
+        let path = crate::repository_file("models/per-attempt-duplicated-request.toml");
         let model = crate::spec::load_model(&path).expect("a shipped model");
         let world = model
             .world

@@ -114,7 +114,7 @@ fn assert_exact(name: &str, world: &HttpWorld) {
 
 #[test]
 fn symmetric_search_counts_exactly_the_symmetry_classes() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/lease-fenced.toml");
+    let path = crate::repository_file("models/lease-fenced.toml");
     let World::Http(two_clients) = crate::spec::load_model(&path).unwrap().world else {
         panic!("lease-fenced is an HTTP world");
     };

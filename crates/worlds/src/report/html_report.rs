@@ -207,12 +207,13 @@ mod tests {
 
     /// select-then-insert's duplicate, declared `violated` (expected) or, in the twin, `holds` (a MISMATCH).
     fn index_of(declared: &str) -> String {
-        let text = std::fs::read_to_string("models/select-then-insert.toml")
-            .unwrap()
-            .replace(
-                "no-duplicate-effect = \"violated\"",
-                &format!("no-duplicate-effect = \"{declared}\""),
-            );
+        let text =
+            std::fs::read_to_string(crate::repository_file("models/select-then-insert.toml"))
+                .unwrap()
+                .replace(
+                    "no-duplicate-effect = \"violated\"",
+                    &format!("no-duplicate-effect = \"{declared}\""),
+                );
         let model = crate::spec::parse_model("select-then-insert.toml", &text).unwrap();
         let report = Checker::new(&model.world).bfs();
         let entry = Entry {
