@@ -45,7 +45,9 @@ impl Default for Bounds {
 /// Progress of a run: unique states and the level being expanded (walks: walks done, 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Progress {
+    /// Unique states found so far.
     pub states: u64,
+    /// The level being expanded.
     pub depth: u32,
 }
 
@@ -53,7 +55,9 @@ pub struct Progress {
 /// (`Model::why_not_enabled`: for a handler, the call the trace made and the one this design makes there).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diverged {
+    /// The 1-based step whose action is not enabled.
     pub step: usize,
+    /// Why not, in the model's words.
     pub reason: String,
 }
 
@@ -67,6 +71,8 @@ impl std::fmt::Display for Diverged {
     }
 }
 
+/// A run of the checker on one model: bounds, threads, symmetry and reduction set by its builder methods, then
+/// `.bfs()`, `.walks()` or `.replay()`.
 #[must_use = "a checker does nothing until .bfs(), .walks() or .replay() runs it"]
 pub struct Checker<'a, M: Model> {
     model: &'a M,
@@ -77,6 +83,7 @@ pub struct Checker<'a, M: Model> {
 }
 
 impl<'a, M: Model> Checker<'a, M> {
+    /// A checker with no bounds, one thread per core, no symmetry and no reduction.
     pub fn new(model: &'a M) -> Self {
         Checker {
             model,
@@ -95,26 +102,31 @@ impl<'a, M: Model> Checker<'a, M> {
         self
     }
 
+    /// Stop (incomplete) once this many unique states are found.
     pub fn max_states(mut self, max_states: u64) -> Self {
         self.bounds.max_states = max_states;
         self
     }
 
+    /// Expand no level deeper than this (incomplete if a state there has successors).
     pub fn max_depth(mut self, max_depth: u32) -> Self {
         self.bounds.max_depth = max_depth;
         self
     }
 
+    /// Stop (incomplete) before the search's own structures hold more than this many MiB.
     pub fn max_memory_mib(mut self, mebibytes: u64) -> Self {
         self.bounds.max_memory_bytes = mebibytes.saturating_mul(1 << 20);
         self
     }
 
+    /// Stop (incomplete) after this much wall time: the verdicts are then not reproducible.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.bounds.timeout = Some(timeout);
         self
     }
 
+    /// Search one representative per symmetry class (`Model::canonical`).
     pub fn symmetry(mut self, symmetry: bool) -> Self {
         self.bounds.symmetry = symmetry;
         self

@@ -3,6 +3,8 @@
 //! builder ([`Checker`]) and one [`Report`]. Verdicts are honest: a search cut short says `incomplete`, never
 //! `holds`. This module knows no world and no file format.
 
+#![warn(missing_docs)]
+
 mod bfs;
 mod checker;
 mod expand;
@@ -50,13 +52,16 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
+    /// Never violated in a search that was complete.
     Holds,
+    /// Violated: a counterexample exists (in the report).
     Violated,
     /// Not violated in what was explored, but the exploration was cut short (or was random): no proof.
     Incomplete,
 }
 
 impl Verdict {
+    /// The verdict as printed and serialised: `holds`, `violated`, `incomplete`.
     pub fn name(self) -> &'static str {
         match self {
             Verdict::Holds => "holds",

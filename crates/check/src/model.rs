@@ -49,11 +49,14 @@ bitmask_observation!(u8, u16, u32, u64, u128);
 /// entropy, no `HashMap` iteration). The checker then gives the same verdicts, state counts and
 /// counterexamples whatever the thread count.
 pub trait Model: Sized + Sync {
+    /// A state of the model: cloned, hashed and compared by the visited set.
     type State: Clone + Debug + Eq + Hash + Send + Sync;
+    /// A step from one state to the next: what a trace is made of.
     type Action: Clone + Debug + PartialEq + Send + Sync;
     /// What a step did (see [`Observation`]).
     type Obs: Observation;
 
+    /// The one state every search starts from.
     fn init_state(&self) -> Self::State;
 
     /// Every action enabled in `state`, in a deterministic order, pushed onto `out` (which the checker has

@@ -59,20 +59,26 @@ pub fn rebuild_path_reduced<M: Model>(model: &M, indices: &[u16]) -> Vec<M::Acti
 /// One step of a timeline.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimelineStep<A> {
+    /// The 1-based step number.
     pub step: usize,
+    /// The action taken.
     pub action: A,
+    /// The action described in the model's words (`Model::describe`).
     pub text: String,
 }
 
 /// A path run from the initial state: each step described, the states after each step, and what each observed.
 pub struct Run<M: Model> {
+    /// Every step of the path, in order.
     pub steps: Vec<TimelineStep<M::Action>>,
     /// `states[0]` is the initial state; `states[i]` the state after step `i`.
     pub states: Vec<M::State>,
+    /// What each step observed (`Model::observe`), one per step.
     pub observed: Vec<M::Obs>,
 }
 
 impl<M: Model> Run<M> {
+    /// The state the path ends in.
     pub fn last_state(&self) -> &M::State {
         self.states.last().expect("a run has its initial state")
     }

@@ -21,8 +21,11 @@ use super::model::Model;
 /// When a property is judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
+    /// Holds in every reachable state.
     Always,
+    /// Every fair run gets to a state where it holds.
     Eventually,
+    /// Holds in some reachable state: a scenario to witness, not a requirement.
     Sometimes,
 }
 
@@ -102,10 +105,12 @@ impl<M: Model> Property<M> {
         }
     }
 
+    /// The property's name, as declared and reported.
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// Whether it is `always`, `eventually` or `sometimes`.
     pub fn kind(&self) -> Kind {
         self.kind
     }

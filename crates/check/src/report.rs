@@ -19,8 +19,11 @@ pub enum Method {
 /// One property's result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PropertyReport<A> {
+    /// The property's name.
     pub name: String,
+    /// Its kind.
     pub kind: Kind,
+    /// What it got.
     pub verdict: Verdict,
     /// `always`, `eventually`: the counterexample (breadth-first: a shortest one; for `eventually`, a shortest
     /// way to where faults stop, then the non-fault steps that never reach the goal). `sometimes`: an example.
@@ -35,6 +38,7 @@ pub struct PropertyReport<A> {
 
 /// What a run found.
 pub struct Report<M: Model> {
+    /// How the run searched.
     pub method: Method,
     /// In the order of `Model::properties`.
     pub properties: Vec<PropertyReport<M::Action>>,
@@ -42,6 +46,7 @@ pub struct Report<M: Model> {
     pub observed: M::Obs,
     /// Unique states (walks: steps walked).
     pub states: u64,
+    /// Transitions taken (walks: steps).
     pub transitions: u64,
     /// Depth of the deepest level expanded (walks: the step bound).
     pub depth: u32,
@@ -58,6 +63,7 @@ pub struct Report<M: Model> {
     pub rss_peak_bytes: Option<u64>,
     /// Walks: how many, and how many were cut by the step bound before coming to rest.
     pub walks: u64,
+    /// Walks cut by the step bound before coming to rest.
     pub cut_walks: u64,
     /// Breadth-first search with partial-order reduction: states expanded with a reduced set (one action
     /// instead of all). Zero: the search was a full one.
@@ -115,6 +121,7 @@ impl<M: Model> Report<M> {
             })
     }
 
+    /// The properties' names, in the model's order.
     pub fn names(&self) -> Vec<&str> {
         self.properties
             .iter()
@@ -122,6 +129,7 @@ impl<M: Model> Report<M> {
             .collect()
     }
 
+    /// The verdict of the property of that name (panics on a name the model does not have).
     pub fn verdict(&self, name: &str) -> Verdict {
         self.property(name).verdict
     }
@@ -231,13 +239,16 @@ impl<M: Model> Report<M> {
 /// What a model declares: a verdict for some properties, and the `sometimes` properties that must be witnessed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Expected {
+    /// Declared verdicts, by property name.
     pub verdicts: BTreeMap<String, Verdict>,
+    /// `sometimes` properties that must be witnessed.
     pub reached: Vec<String>,
 }
 
 /// How found verdicts compare with declared ones.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Comparison {
+    /// Whether every declared verdict was found and every required scenario witnessed.
     pub matches: bool,
     /// Declared properties whose verdict differs, in declaration (name) order.
     pub mismatched: Vec<String>,

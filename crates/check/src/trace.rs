@@ -7,15 +7,19 @@ use super::path::TimelineStep;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+/// The `format` every trace file carries.
 pub const TRACE_FORMAT: &str = "retrylab-trace";
 /// 2: the built-in world names a payment by its operation and execution number (an object, not a position in
 /// the payments table) and fences with a token per key, so a version 1 trace is refused by its version, not by a
 /// field that no longer parses.
 pub const TRACE_VERSION: u32 = 2;
 
+/// A trace file: the actions of one path, with the model it was found on and what it shows.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Trace<A> {
+    /// Always `TRACE_FORMAT`.
     pub format: String,
+    /// The trace format's version: a file of another version is refused by it.
     pub version: u32,
     /// Where the model came from (a model file's path, as given on the command line).
     pub model: String,
@@ -30,6 +34,7 @@ pub struct Trace<A> {
     /// A lasso: the last state is the state after this many steps (a cycle that never reaches the goal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cycle_from: Option<usize>,
+    /// The steps, in order.
     pub steps: Vec<TimelineStep<A>>,
 }
 
@@ -38,13 +43,18 @@ pub struct Trace<A> {
 /// locator (`spec::parse_trace`), places it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceError {
+    /// 1-based line, 0 when unknown.
     pub line: usize,
+    /// 1-based column, 0 when unknown.
     pub column: usize,
+    /// The field at fault.
     pub field: String,
+    /// What is wrong with it.
     pub message: String,
 }
 
 impl<A: Serialize + DeserializeOwned> Trace<A> {
+    /// A trace of `steps` found on the model of that name and source.
     pub fn new(
         model: &str,
         model_source: &str,
@@ -66,6 +76,7 @@ impl<A: Serialize + DeserializeOwned> Trace<A> {
         }
     }
 
+    /// The trace as pretty-printed JSON, as written to a file.
     pub fn to_json(&self) -> String {
         let mut text = serde_json::to_string_pretty(self).expect("a trace always serialises");
         text.push('\n');

@@ -11,20 +11,25 @@ use std::fmt::Debug;
 /// One state, as panels.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StateView {
+    /// The panels, top to bottom.
     pub panels: Vec<Panel>,
 }
 
 /// A titled group of rows ("Store", "Network", ...).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Panel {
+    /// The panel's title.
     pub title: String,
+    /// Its rows.
     pub rows: Vec<Row>,
 }
 
 /// One thing and what it is now.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Row {
+    /// The row's label.
     pub label: String,
+    /// Its value, as text.
     pub value: String,
 }
 
@@ -56,6 +61,7 @@ impl StateView {
 }
 
 impl Row {
+    /// A row of that label and value.
     pub fn new(label: impl Into<String>, value: impl Into<String>) -> Row {
         Row {
             label: label.into(),

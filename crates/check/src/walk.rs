@@ -15,9 +15,11 @@ use rayon::prelude::*;
 /// One walk's findings.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WalkResult<A> {
+    /// The walk's seed.
     pub seed: u64,
     /// Per property (model order): the path up to where it was decided (a violation, or a `sometimes` witness).
     pub decided: Vec<Option<Vec<A>>>,
+    /// Steps walked.
     pub steps: usize,
     /// Whether the walk ended at rest (rather than at the step bound).
     pub finished: bool,
@@ -81,8 +83,11 @@ fn walk<M: Model>(
 /// offset from `first` is `k - 1` modulo `n`). The shards of one run partition its seeds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Seeds {
+    /// The first seed.
     pub first: u64,
+    /// How many seeds in all.
     pub count: u64,
+    /// `Some((k, n))`: only shard k of n (1-based).
     pub shard: Option<(u64, u64)>,
 }
 
@@ -98,6 +103,7 @@ impl Seeds {
         }
     }
 
+    /// Whether this run walks no seed.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
