@@ -88,11 +88,16 @@ pub fn run(args: &ProxyArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
+    write_record(&record, args.record.as_deref())
+}
+
+/// The proxy's record as JSON lines, into the `--record` file (atomically) or on stdout.
+fn write_record<E: serde::Serialize>(record: &[E], path: Option<&std::path::Path>) -> i32 {
     let lines: Vec<String> = record
         .iter()
         .map(|event| serde_json::to_string(event).expect("an event serialises"))
         .collect();
-    match &args.record {
+    match path {
         Some(path) => {
             if let Err(error) =
                 retrylab::atomic::write_atomic(path, (lines.join("\n") + "\n").as_bytes())

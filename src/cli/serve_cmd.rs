@@ -113,19 +113,8 @@ pub fn run(args: &ServeArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    let (config, temporary) = match config(args) {
-        Ok(config) => config,
-        Err(message) => {
-            errln!("error: {message}");
-            return EXIT_BAD_INPUT;
-        }
-    };
-    if let Err(message) = prepare(&config) {
-        errln!("error: {message}");
-        return EXIT_BAD_INPUT;
-    }
-    let routes = match router(config.clone()) {
-        Ok(routes) => routes,
+    let (config, temporary, routes) = match ready(args) {
+        Ok(ready) => ready,
         Err(message) => {
             errln!("error: {message}");
             return EXIT_BAD_INPUT;
@@ -143,45 +132,68 @@ pub fn run(args: &ServeArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    let code = runtime.block_on(async {
-        let listener = match tokio::net::TcpListener::bind(address).await {
-            Ok(listener) => listener,
-            Err(error) => {
-                errln!("error: --listen {address}: cannot listen: {error}");
-                return EXIT_BAD_INPUT;
-            }
-        };
-        let shutdown = match shutdown_signal() {
-            Ok(shutdown) => shutdown,
-            Err(error) => {
-                errln!("error: cannot handle signals: {error}");
-                return EXIT_BAD_INPUT;
-            }
-        };
-        let bound = listener.local_addr().unwrap_or(address);
-        outln!("listening on http://{bound}");
-        let store = match &config.database {
-            Database::Sqlite(path) if temporary.is_some() => {
-                format!("sqlite:{} (temporary, deleted at exit)", path.display())
-            }
-            Database::Sqlite(path) => format!("sqlite:{}", path.display()),
-            Database::Postgres(url) => url.clone(),
-        };
-        errln!(
-            "serving design {} on {store}: POST /payments ({}), GET /payments/count; stop with Ctrl-C",
-            config.design.name(),
-            config.key_header
-        );
-        match serve(listener, routes, shutdown).await {
-            Ok(()) => EXIT_OK,
-            Err(error) => {
-                errln!("error: the server stopped: {error}");
-                EXIT_BAD_INPUT
-            }
-        }
-    });
+    let code = runtime.block_on(listen_and_serve(
+        address,
+        &config,
+        temporary.is_some(),
+        routes,
+    ));
     drop(temporary);
     code
+}
+
+/// The design's configuration, its store prepared, and its routes: everything checked before a port is bound.
+fn ready(
+    args: &ServeArgs,
+) -> Result<(ServiceConfig, Option<tempfile::TempDir>, axum::Router), String> {
+    let (config, temporary) = config(args)?;
+    prepare(&config)?;
+    let routes = router(config.clone())?;
+    Ok((config, temporary, routes))
+}
+
+/// Binds, prints the address (the line a test or a script waits for), and serves until a signal.
+async fn listen_and_serve(
+    address: std::net::SocketAddr,
+    config: &ServiceConfig,
+    temporary: bool,
+    routes: axum::Router,
+) -> i32 {
+    let listener = match tokio::net::TcpListener::bind(address).await {
+        Ok(listener) => listener,
+        Err(error) => {
+            errln!("error: --listen {address}: cannot listen: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let shutdown = match shutdown_signal() {
+        Ok(shutdown) => shutdown,
+        Err(error) => {
+            errln!("error: cannot handle signals: {error}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let bound = listener.local_addr().unwrap_or(address);
+    outln!("listening on http://{bound}");
+    let store = match &config.database {
+        Database::Sqlite(path) if temporary => {
+            format!("sqlite:{} (temporary, deleted at exit)", path.display())
+        }
+        Database::Sqlite(path) => format!("sqlite:{}", path.display()),
+        Database::Postgres(url) => url.clone(),
+    };
+    errln!(
+        "serving design {} on {store}: POST /payments ({}), GET /payments/count; stop with Ctrl-C",
+        config.design.name(),
+        config.key_header
+    );
+    match serve(listener, routes, shutdown).await {
+        Ok(()) => EXIT_OK,
+        Err(error) => {
+            errln!("error: the server stopped: {error}");
+            EXIT_BAD_INPUT
+        }
+    }
 }
 
 /// Ctrl-C or SIGTERM. The handlers are installed now (before the address is printed, so a signal sent as soon
