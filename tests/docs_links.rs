@@ -39,9 +39,18 @@ fn every_link_and_cited_path_in_the_docs_resolves() {
     for file in markdown_files(&root) {
         let text = std::fs::read_to_string(&file).unwrap();
         let name = file.strip_prefix(&root).unwrap().display().to_string();
-        problems.extend(check_markdown(&root, &file, &text).into_iter().map(|p| format!("{name}: {p}")));
+        problems.extend(
+            check_markdown(&root, &file, &text)
+                .into_iter()
+                .map(|p| format!("{name}: {p}")),
+        );
     }
-    assert!(problems.is_empty(), "{} unresolved:\n{}", problems.len(), problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{} unresolved:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
 }
 
 #[test]
@@ -51,31 +60,48 @@ fn every_docs_path_cited_in_models_and_sources_exists() {
     collect(&root.join("models"), "toml", &mut files);
     collect(&root.join("src"), "rs", &mut files);
     collect(&root.join("crates"), "rs", &mut files);
-    assert!(files.len() > 30, "found the models and sources: {}", files.len());
+    assert!(
+        files.len() > 30,
+        "found the models and sources: {}",
+        files.len()
+    );
     let mut problems = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         for cited in docs_citations(&text) {
             if !root.join(&cited).exists() {
-                problems.push(format!("{}: {cited}", file.strip_prefix(&root).unwrap().display()));
+                problems.push(format!(
+                    "{}: {cited}",
+                    file.strip_prefix(&root).unwrap().display()
+                ));
             }
         }
     }
-    assert!(problems.is_empty(), "missing docs paths:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "missing docs paths:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
 fn the_summary_lists_every_chapter() {
     let src = root().join("docs/src");
     let summary = std::fs::read_to_string(src.join("SUMMARY.md")).unwrap();
-    let listed: BTreeSet<String> = links(&summary).into_iter().map(|(target, _)| target).collect();
+    let listed: BTreeSet<String> = links(&summary)
+        .into_iter()
+        .map(|(target, _)| target)
+        .collect();
     let mut chapters = Vec::new();
     collect(&src, "md", &mut chapters);
     assert!(chapters.len() > 5, "the book has its chapters");
     for chapter in chapters {
         let name = chapter.strip_prefix(&src).unwrap().display().to_string();
         if name != "SUMMARY.md" {
-            assert!(listed.contains(&name), "docs/src/SUMMARY.md does not list {name}");
+            assert!(
+                listed.contains(&name),
+                "docs/src/SUMMARY.md does not list {name}"
+            );
         }
     }
 }
@@ -90,22 +116,41 @@ fn a_broken_link_anchor_or_path_in_a_sample_is_reported() {
                 [here](#a-heading-with-code), `models/lease-fenced.toml`, `results/<model>.svg`.\n\n\
                 ```sh\ncat `src/not-there.rs`\n```\n";
     assert_eq!(check_markdown(&root, &file, good), Vec::<String>::new());
-    let broken = "# Sample\n\nSee [the guide](guide-gone.md), [install](guide.md#no-such-heading), \
+    let broken =
+        "# Sample\n\nSee [the guide](guide-gone.md), [install](guide.md#no-such-heading), \
                   [here](#nowhere) and `models/no-such-model.toml`.\n";
     let problems = check_markdown(&root, &file, broken);
     assert_eq!(problems.len(), 4, "{problems:#?}");
     assert!(problems[0].contains("guide-gone.md"), "{problems:#?}");
-    assert!(problems[1].contains("guide.md#no-such-heading"), "{problems:#?}");
+    assert!(
+        problems[1].contains("guide.md#no-such-heading"),
+        "{problems:#?}"
+    );
     assert!(problems[2].contains("#nowhere"), "{problems:#?}");
-    assert!(problems[3].contains("models/no-such-model.toml"), "{problems:#?}");
-    assert_eq!(docs_citations("see docs/src/domain.md section 5."), vec!["docs/src/domain.md"]);
+    assert!(
+        problems[3].contains("models/no-such-model.toml"),
+        "{problems:#?}"
+    );
+    assert_eq!(
+        docs_citations("see docs/src/domain.md section 5."),
+        vec!["docs/src/domain.md"]
+    );
 }
 
 #[test]
 fn slugs_follow_github() {
-    assert_eq!(slug("## 7. The AWS \"Exponential Backoff\" (Brooker, 2015)"), "7-the-aws-exponential-backoff-brooker-2015");
-    assert_eq!(slug("## Black-box: `retrylab probe URL`"), "black-box-retrylab-probe-url");
-    assert_eq!(slug("### The world's semantics, re-based"), "the-worlds-semantics-re-based");
+    assert_eq!(
+        slug("## 7. The AWS \"Exponential Backoff\" (Brooker, 2015)"),
+        "7-the-aws-exponential-backoff-brooker-2015"
+    );
+    assert_eq!(
+        slug("## Black-box: `retrylab probe URL`"),
+        "black-box-retrylab-probe-url"
+    );
+    assert_eq!(
+        slug("### The world's semantics, re-based"),
+        "the-worlds-semantics-re-based"
+    );
 }
 
 /// The problems of one Markdown file: dead links, dead anchors, missing backticked paths, in order of kind.
@@ -264,7 +309,9 @@ fn markdown_files(root: &Path) -> Vec<PathBuf> {
 
 /// Files below `folder` (absent: none) whose extension is `extension`, sorted.
 fn collect(folder: &Path, extension: &str, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(folder) else { return };
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
     let mut paths: Vec<PathBuf> = entries.map(|entry| entry.unwrap().path()).collect();
     paths.sort();
     for path in paths {

@@ -79,14 +79,15 @@ fn the_failure_prints_the_shortest_counterexample_and_the_replay_command() {
 /// The files that show the example, each in its section "## Check your own handler".
 const DOCS: [(&str, &str); 2] = [
     ("README.md", include_str!("../README.md")),
-    ("docs/src/handler.md", include_str!("../docs/src/handler.md")),
+    (
+        "docs/src/handler.md",
+        include_str!("../docs/src/handler.md"),
+    ),
 ];
 
 /// The first block opening with `fence` in the text's "Check your own handler" section.
 fn block(text: &str, fence: &str) -> String {
-    let section = &text[text
-        .find("## Check your own handler")
-        .expect("the section")..];
+    let section = &text[text.find("## Check your own handler").expect("the section")..];
     let start = section.find(fence).expect("the block") + fence.len();
     let end = start + section[start..].find("```").expect("the block's end");
     section[start..end].to_string()
