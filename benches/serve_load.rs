@@ -1,9 +1,9 @@
 //! `retrylab load` against `retrylab serve`'s service, in process: the correct designs (and select-then-insert
 //! for contrast) on SQLite and on PostgreSQL (started here when installed), 8 closed-loop retrying clients for
 //! 5 s each through the fault proxy (1/20 of responses dropped after the server processed them, 1/20 of requests
-//! duplicated). A bench, not a test: it prints figures (README "Serve, probe, load"), asserts only that the
-//! correct designs made no duplicate. `cargo bench --bench serve_load` (add `--profile dev` to skip the fat-LTO
-//! build; the README says which profile its figures came from).
+//! duplicated). A bench, not a test: it prints figures (docs/src/performance.md, "Serve under load"), asserts
+//! only that the correct designs made no duplicate. `cargo bench --bench serve_load` (add `--profile dev` to
+//! skip the fat-LTO build; the performance journal says which profile its figures came from).
 
 use retrylab::backoff::{Backoff, RetryAfter, RetryPolicy, Strategy};
 use retrylab::servers::postgres::TempPostgres;

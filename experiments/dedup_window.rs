@@ -1,6 +1,6 @@
 //! dedup-window: the probability that one event takes effect twice, against the producer's
 //! republish delay relative to the broker's dedup window, for each place the dedup can live
-//! (docs/domain.md section 5). The experiment is `retrylab::experiments::dedup_window`.
+//! (docs/src/domain.md section 5). The experiment is `retrylab::experiments::dedup_window`.
 //!
 //! Exit codes: 0 done, 1 a write failed, 2 bad arguments.
 

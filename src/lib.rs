@@ -80,7 +80,7 @@
 //! ```
 //!
 //! `examples/own_protocol.rs` is a longer one (a lock service whose fencing token can be forgotten, with a fault,
-//! an `eventually` and the counterexample printed), and README.md's "Checking your own protocol" explains the rest.
+//! an `eventually` and the counterexample printed), and docs/src/own-protocol.md explains the rest.
 //!
 //! The modules:
 //! - [`protocol`]: the idempotency-key protocol as pure logic, written once.

@@ -1,4 +1,4 @@
-//! The cluster recipe of `docs/cluster.md`: `docs/cluster/shard.sh` started as 4 parallel Slurm array tasks and
+//! The cluster recipe of `docs/src/cluster.md`: `docs/cluster/shard.sh` started as 4 parallel Slurm array tasks and
 //! as 4 Kubernetes Indexed Job pods (by their environment variables), merged, gives the unsharded result; and
 //! run for real as an 8-task `sbatch --array` on a single-node Slurm the test starts (`servers::slurm`).
 

@@ -1,4 +1,4 @@
-//! Message-queue models (docs/domain.md section 5): each correct design holds, and turning one knob of it (where the
+//! Message-queue models (docs/src/domain.md section 5): each correct design holds, and turning one knob of it (where the
 //! inbox row is written, what it is keyed by, the producer dedup, the external call's key) breaks the property the
 //! knob protects. Plus the queue knobs' validation errors.
 

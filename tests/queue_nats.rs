@@ -39,8 +39,9 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
 /// Bound on each model's search (their shortest paths are found far below it).
 const SEARCH_STATES_MAX: u64 = 2_000_000;
 
-/// Models whose broker mechanism JetStream does not have natively, each with the reason; README.md's "Queues on
-/// a real broker" lists the same. They are driven all the same, on an emulation the reason states.
+/// Models whose broker mechanism JetStream does not have natively, each with the reason; the book's "Queues on a
+/// real broker" (docs/src/experiments.md) lists the same. They are driven all the same, on an emulation the
+/// reason states.
 const EMULATED: [(&str, &str); 2] = [
     (
         "queue-kafka-session-inbox.toml",
@@ -612,7 +613,7 @@ fn a_real_consumer_unlike_the_model_is_caught() {
 }
 
 #[test]
-fn the_emulated_models_are_the_session_ones_and_the_readme_lists_them() {
+fn the_emulated_models_are_the_session_ones_and_the_book_lists_them() {
     let session: Vec<String> = queue_models()
         .iter()
         .filter(|model| {
@@ -627,16 +628,18 @@ fn the_emulated_models_are_the_session_ones_and_the_readme_lists_them() {
         listed, session,
         "the models whose broker dedup JetStream emulates"
     );
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let section = readme
+    let chapter = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/experiments.md"),
+    )
+    .unwrap();
+    let section = chapter
         .split("## Queues on a real broker")
         .nth(1)
-        .expect("README.md has a section \"Queues on a real broker\"");
+        .expect("docs/src/experiments.md has a section \"Queues on a real broker\"");
     for (name, _) in EMULATED {
         assert!(
             section.contains(name),
-            "README.md's queue section lists {name}"
+            "docs/src/experiments.md's queue section lists {name}"
         );
     }
     // Every holding queue model has its twin in the table, and every twin is a violated model.

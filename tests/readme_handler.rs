@@ -1,6 +1,7 @@
 //! The README's "Check your own handler" example, compiled and run here so that it cannot drift: the lines
-//! between the markers are the README's code block, word for word, but for the `should_panic` line (in the
-//! README the test fails, which is its point).
+//! between the markers are the code block of the README and of the book's handler chapter
+//! (`docs/src/handler.md`), word for word, but for the `should_panic` line (in the README the test fails, which
+//! is its point).
 
 // README example: begin
 // $ cargo add --dev retrylab --path ../retrylab        (then: cargo test --test pay)
@@ -62,23 +63,31 @@ fn the_failure_prints_the_shortest_counterexample_and_the_replay_command() {
         ),
         "{message}"
     );
-    // The output the README shows (its elided and replay lines aside) is this output.
-    for shown in readme_block("```text\n").lines() {
-        if !shown.trim_start().starts_with("...") && !shown.starts_with("replay:") {
-            assert!(
-                message.lines().any(|line| line == shown),
-                "README shows {shown:?}"
-            );
+    // The output the README and the chapter show (their elided and replay lines aside) is this output.
+    for (name, text) in DOCS {
+        for shown in block(text, "```text\n").lines() {
+            if !shown.trim_start().starts_with("...") && !shown.starts_with("replay:") {
+                assert!(
+                    message.lines().any(|line| line == shown),
+                    "{name} shows {shown:?}"
+                );
+            }
         }
     }
 }
 
-/// The first block opening with `fence` in the README's "Check your own handler" section.
-fn readme_block(fence: &str) -> String {
-    let readme = include_str!("../README.md");
-    let section = &readme[readme
-        .find("## Check your own handler")
-        .expect("the section")..];
+/// The files that show the example, each in its section "## Check your own handler".
+const DOCS: [(&str, &str); 2] = [
+    ("README.md", include_str!("../README.md")),
+    (
+        "docs/src/handler.md",
+        include_str!("../docs/src/handler.md"),
+    ),
+];
+
+/// The first block opening with `fence` in the text's "Check your own handler" section.
+fn block(text: &str, fence: &str) -> String {
+    let section = &text[text.find("## Check your own handler").expect("the section")..];
     let start = section.find(fence).expect("the block") + fence.len();
     let end = start + section[start..].find("```").expect("the block's end");
     section[start..end].to_string()
@@ -95,11 +104,13 @@ fn the_readme_example_is_this_file() {
         .filter(|line| !line.contains("should_panic"))
         .map(|line| format!("{line}\n"))
         .collect();
-    assert_eq!(
-        readme_block("```rust\n"),
-        code,
-        "README and tests/readme_handler.rs differ"
-    );
+    for (name, text) in DOCS {
+        assert_eq!(
+            block(text, "```rust\n"),
+            code,
+            "{name} and tests/readme_handler.rs differ"
+        );
+    }
     assert!(
         code.lines().count() <= 60,
         "the README promises at most 60 lines"

@@ -277,7 +277,7 @@ fn a_killed_process_leaves_no_payment_and_the_lease_recovers_the_key() {
 }
 
 /// A handler fails after its claim (its payment transaction's first call fails: a downstream timeout). What a
-/// retry gets depends on `on_error`: the stored 500 forever (docs/domain.md mistake 4), a fresh execution after the
+/// retry gets depends on `on_error`: the stored 500 forever (docs/src/domain.md mistake 4), a fresh execution after the
 /// key was deleted, or 409 while the key stays claimed.
 fn retry_after_failure(on_error: OnError) -> (u16, u16, usize) {
     let folder = tempfile::tempdir().unwrap();
@@ -327,7 +327,7 @@ fn the_ttl_reaper_forgets_completed_keys_only() {
     };
     assert!(reap(&mut store, &article_request()));
     assert!(!reap(&mut store, &in_flight), "an in_progress key stays");
-    // After the TTL a retry executes again (docs/domain.md: a retry after expiry executes again); the claimed key stays.
+    // After the TTL a retry executes again (docs/src/domain.md: a retry after expiry executes again); the claimed key stays.
     assert_eq!(handle(&mut store, &knobs).status, status::CREATED);
     assert_eq!(payments(&store), 2);
     assert_eq!(

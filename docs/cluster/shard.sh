@@ -1,6 +1,6 @@
 #!/bin/sh
 # One shard of a seeded simulation, run as a Slurm array task or a Kubernetes Indexed Job pod; merge the shards
-# with `retrylab merge OUT/shard-*.jsonl` once every task has finished (docs/cluster.md).
+# with `retrylab merge OUT/shard-*.jsonl` once every task has finished (docs/src/cluster.md).
 #
 #   shard.sh MODEL SEEDS [SEED]
 #

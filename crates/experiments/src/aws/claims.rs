@@ -1,4 +1,4 @@
-//! The AWS post's claims (docs/domain.md section 7), each turned into a test on the sweep's summary.
+//! The AWS post's claims (docs/src/domain.md section 7), each turned into a test on the sweep's summary.
 //!
 //! Vague words get explicit thresholds, stated in each claim's `criterion`, so a reader can
 //! disagree with the threshold rather than with a hidden judgement.

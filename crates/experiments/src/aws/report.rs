@@ -376,7 +376,7 @@ fn readme(
     );
     let _ = writeln!(
         t,
-        "World (docs/domain.md section 7, after aws-samples/aws-arch-backoff-simulator): one server with a single versioned row, \
+        "World (docs/src/domain.md section 7, after aws-samples/aws-arch-backoff-simulator): one server with a single versioned row, \
          optimistic concurrency; N clients start at t = 0, each reads the version then writes with it, and retries \
          after a failed write with one network leg plus `backoff(attempt)` (attempt 1 for the first retry), no limit. \
          Every network leg takes |Normal({} ms, {} ms)|; base {} ms, cap {} ms; a fresh backoff state per client. \

@@ -1,4 +1,4 @@
-//! The optimistic-concurrency world of Brooker (2015), as docs/domain.md section 7 describes it.
+//! The optimistic-concurrency world of Brooker (2015), as docs/src/domain.md section 7 describes it.
 //!
 //! One server holds a single versioned row. Each client reads the version, then writes with it;
 //! the write succeeds only if the version is still current. Every network leg takes

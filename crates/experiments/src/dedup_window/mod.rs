@@ -1,6 +1,6 @@
 //! dedup-window: the probability that one event takes effect twice, against the producer's
 //! republish delay relative to the broker's dedup window, for each place the dedup can live
-//! (docs/domain.md section 5). The world is [`world`], its claims [`claims`], the output [`report`].
+//! (docs/src/domain.md section 5). The world is [`world`], its claims [`claims`], the output [`report`].
 
 pub mod claims;
 #[cfg(feature = "nats")]

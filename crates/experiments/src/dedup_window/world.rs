@@ -1,4 +1,4 @@
-//! The dedup-window world (docs/domain.md section 5): how often one event takes effect twice when its producer
+//! The dedup-window world (docs/src/domain.md section 5): how often one event takes effect twice when its producer
 //! publishes it again after a delay, for each place the dedup can live.
 //!
 //! One run is one event. The producer publishes it; then it publishes it again after a delay `D` (its publish

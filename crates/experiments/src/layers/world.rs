@@ -1,4 +1,4 @@
-//! Layered retries (docs/domain.md section 4, mistake 7): a user calls service 1, which calls
+//! Layered retries (docs/src/domain.md section 4, mistake 7): a user calls service 1, which calls
 //! service 2, ... service k calls the bottom service, which fails every request. Each service
 //! that retries makes up to `attempts_per_layer` attempts at its callee before failing upwards.
 //!

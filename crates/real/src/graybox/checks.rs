@@ -462,7 +462,7 @@ pub(super) async fn lost_response(
         );
         return Ok(Finding::new(Verdict::NotApplicable, evidence));
     }
-    // A replay may answer 200 where the original answered 201 (docs/domain.md section 3: completed -> 200 with the stored
+    // A replay may answer 200 where the original answered 201 (docs/src/domain.md section 3: completed -> 200 with the stored
     // response), as the black-box probe's replay-after-completion allows: the same body, a success.
     let same = (200..300).contains(&retry.status) && retry.body == lost.body;
     let evidence = match (same, effects) {

@@ -262,7 +262,7 @@ mod in_the_checker {
     use super::*;
     use crate::check::{Model, Verdict};
 
-    /// SELECT, then INSERT in a later transaction (docs/domain.md mistake 1): two processes both find nothing.
+    /// SELECT, then INSERT in a later transaction (docs/src/domain.md mistake 1): two processes both find nothing.
     struct SelectThenInsert;
 
     impl Handler for SelectThenInsert {

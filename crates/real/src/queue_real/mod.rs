@@ -1,4 +1,4 @@
-//! The queue models against a real broker, NATS JetStream (docs/domain.md section 5): a consumer whose inbox and
+//! The queue models against a real broker, NATS JetStream (docs/src/domain.md section 5): a consumer whose inbox and
 //! effect live in SQLite or PostgreSQL through the handler's store interface, a transactional outbox relay, the
 //! broker's producer dedup (`Nats-Msg-Id` within a stream's duplicate window), and a driver that replays a queue
 //! model's trace on them in lockstep.

@@ -3,7 +3,7 @@
 //! committed rows that are not marked sent, then marks each one. The relay can crash between the two (its
 //! failpoint): the row stays unsent and the restarted relay publishes it again, a duplicate the broker's dedup
 //! (a `Nats-Msg-Id` equal to the row's event id, inside the stream's duplicate window) or the consumer's inbox
-//! must absorb (docs/domain.md section 5).
+//! must absorb (docs/src/domain.md section 5).
 
 use super::ready;
 use crate::handler::{Store, StoreError, StoreResult};

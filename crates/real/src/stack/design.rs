@@ -15,11 +15,11 @@ pub enum Design {
     Article,
     /// The article with a lease and fencing (`models/lease-fenced.toml`'s design).
     LeaseFenced,
-    /// SELECT, then INSERT, no unique index (docs/domain.md mistake 1).
+    /// SELECT, then INSERT, no unique index (docs/src/domain.md mistake 1).
     SelectThenInsert,
     /// The server mints its own key per request (omniclaw #72).
     IgnoresKey,
-    /// Keys scoped globally, not per client (docs/domain.md mistake 3).
+    /// Keys scoped globally, not per client (docs/src/domain.md mistake 3).
     GlobalKeyScope,
     /// The fingerprint hashes the raw body bytes.
     RawFingerprint,

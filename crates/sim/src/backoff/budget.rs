@@ -5,7 +5,7 @@
 //! *whether* it may go out at all, from the client's recent history. One gate is one client's
 //! state: a simulation gives every client its own, as every SDK client instance has its own.
 //!
-//! The gates, with the numbers of their sources (docs/domain.md section 6):
+//! The gates, with the numbers of their sources (docs/src/domain.md section 6):
 //! - [`AwsRetryQuota`]: the AWS SDK "standard" mode quota: 500 tokens, a retry costs 5 (a retry
 //!   after a timeout 10), a success refunds what its retry cost, or 1 if it needed no retry;
 //!   the 2026 costs (14 for errors, 5 for throttling) as [`QuotaCosts::AWS_2026`].

@@ -1,6 +1,6 @@
 //! Your own handler: the server's logic written once as ordinary async Rust over a store interface
 //! ([`Store`]), explored by the checker under every crash point, loss and retry, and run for real on the
-//! databases. README.md's "Check your own handler" is the guide; the design is in the module docs below.
+//! databases. docs/src/handler.md is the guide; the design is in the module docs below.
 //!
 //! - [`api`]: the store interface, the request and reply, the [`Handler`] and [`Worker`] traits.
 //! - [`calls`]: store calls and answers as data.

@@ -48,7 +48,7 @@ pub struct HandlerWorld<H, W = NoWorker> {
     pub(super) clients: u8,
     /// Each client performs these operations (JSON bodies), in order.
     pub(super) bodies: Vec<String>,
-    /// A new key for every attempt (docs/domain.md mistake 2) instead of one per operation.
+    /// A new key for every attempt (docs/src/domain.md mistake 2) instead of one per operation.
     pub(super) key_per_attempt: bool,
     pub(super) max_attempts: u8,
     pub(super) processes: u8,

@@ -1,4 +1,4 @@
-//! The message-queue world's server role (docs/domain.md section 5): a consumer with an inbox, and the broker's
+//! The message-queue world's server role (docs/src/domain.md section 5): a consumer with an inbox, and the broker's
 //! producer dedup. What is new against the HTTP world: the producer republishing an event (a fault), the broker
 //! deciding whether the copy becomes a new message, and the consumer's inbox placed in, after or before the
 //! effect's transaction. The rules themselves are `protocol::queue`'s, shared with the dedup-window experiment.

@@ -109,7 +109,7 @@ pub struct Http {
     pub(super) on_error: OnError,
 }
 
-/// A message queue (docs/domain.md section 5): a client is a producer together with the broker's delivery loop for
+/// A message queue (docs/src/domain.md section 5): a client is a producer together with the broker's delivery loop for
 /// its event (an attempt is a delivery, a response the consumer's ack, a timeout a visibility timeout,
 /// `max-attempts` the broker's maximum receive count), a server process is a consumer, a payment is the
 /// consumer's effect, a record is an inbox row.

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 pub enum Claim {
     /// `INSERT OR IGNORE` on a unique (client, key) index, then read the row back: one winner, atomically.
     UniqueIndex,
-    /// `SELECT`, and `INSERT` when nothing was found, with no unique index (docs/domain.md mistake 1): two requests
+    /// `SELECT`, and `INSERT` when nothing was found, with no unique index (docs/src/domain.md mistake 1): two requests
     /// can both see nothing and both insert.
     SelectThenInsert,
 }
@@ -47,7 +47,7 @@ pub enum FingerprintPolicy {
 pub enum KeyPolicy {
     /// One key per logical operation, made before the retry loop and kept across attempts.
     PerOperation,
-    /// A fresh key for every attempt (docs/domain.md mistake 2): no protection at all.
+    /// A fresh key for every attempt (docs/src/domain.md mistake 2): no protection at all.
     PerAttempt,
 }
 
@@ -77,7 +77,7 @@ impl ProtocolConfig {
 pub enum KeyScope {
     /// Primary key (client, key): the article's design.
     PerClient,
-    /// Primary key (key) alone (docs/domain.md mistake 3): two clients that pick the same key share a record.
+    /// Primary key (key) alone (docs/src/domain.md mistake 3): two clients that pick the same key share a record.
     Global,
 }
 
@@ -107,7 +107,7 @@ pub enum Provider {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnError {
-    /// Store the 500 as the key's final response (docs/domain.md mistake 4; Stripe stores 5xx too).
+    /// Store the 500 as the key's final response (docs/src/domain.md mistake 4; Stripe stores 5xx too).
     StoreResponse,
     /// Delete the key so a retry executes afresh (AWS Lambda Powertools).
     DeleteKey,

@@ -47,7 +47,7 @@ pub mod status {
         }
     }
 
-    /// A definite failure: retrying the same request can never succeed (docs/domain.md section 6: never retry 4xx
+    /// A definite failure: retrying the same request can never succeed (docs/src/domain.md section 6: never retry 4xx
     /// other than 409 and 429).
     pub fn is_definite_failure(code: u16) -> bool {
         (400..500).contains(&code) && code != CONFLICT_IN_PROGRESS && code != 429

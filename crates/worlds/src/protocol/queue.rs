@@ -1,11 +1,11 @@
-//! The queue dedup rules (docs/domain.md section 5) as pure logic, written once: whether the broker takes a
+//! The queue dedup rules (docs/src/domain.md section 5) as pure logic, written once: whether the broker takes a
 //! republished event as a new message, which inbox key a delivery carries, and what the consumer's inbox
 //! placement commits. The queue model (`crate::model`) and the dedup-window experiment (`crate::sim`) both call
 //! these; neither re-encodes them.
 
 use serde::{Deserialize, Serialize};
 
-/// Who publishes the events of a queue world (docs/domain.md section 5).
+/// Who publishes the events of a queue world (docs/src/domain.md section 5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Producer {

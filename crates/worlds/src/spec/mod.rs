@@ -1,5 +1,5 @@
 //! The model-file format (TOML): parse, validate, and report errors with file:line:column and the field.
-//! See README.md "Writing a model file" for the user's view of every field.
+//! See docs/src/models.md ("Every field") for the user's view of every field.
 
 mod body;
 mod error;

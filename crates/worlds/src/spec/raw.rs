@@ -16,7 +16,7 @@ pub struct RawModel {
     pub source: Option<String>,
     /// Absent in a queue model (its consumer is `[consumer]`).
     pub protocol: Option<Spanned<RawProtocol>>,
-    /// Present: a message-queue model (docs/domain.md section 5).
+    /// Present: a message-queue model (docs/src/domain.md section 5).
     pub broker: Option<Spanned<RawBroker>>,
     pub consumer: Option<Spanned<RawConsumer>>,
     pub clients: RawClients,

@@ -29,7 +29,7 @@ impl ArticleKnobs {
         on_error: OnError::KeepInProgress,
     };
 
-    /// The article fingerprinting the raw bytes of the body (docs/domain.md: the same JSON re-serialised with another
+    /// The article fingerprinting the raw bytes of the body (docs/src/domain.md: the same JSON re-serialised with another
     /// key order gets 422; `models/raw-fingerprint-reserialised.toml`).
     pub const RAW_FINGERPRINT: ArticleKnobs = ArticleKnobs {
         protocol: ProtocolConfig {
@@ -79,7 +79,7 @@ const TOKEN_SEQUENCE: &str = "seq";
 /// a single take-over needs; more means other handlers keep taking the key over.
 pub const RECLAIM_COUNT_MAX: usize = 4;
 
-/// The record's row key: scoped per client (docs/domain.md mistake 3 is a global scope).
+/// The record's row key: scoped per client (docs/src/domain.md mistake 3 is a global scope).
 pub fn record_key(request: &Request) -> String {
     format!("{}/{}", request.client, request.key)
 }

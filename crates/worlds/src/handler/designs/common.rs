@@ -2,7 +2,7 @@
 
 use crate::handler::{Reply, Request, StoreError};
 
-/// The idempotency record's key: scoped per client (docs/domain.md mistake 3 is a global scope).
+/// The idempotency record's key: scoped per client (docs/src/domain.md mistake 3 is a global scope).
 pub fn record_key(request: &Request) -> String {
     format!("{}/{}", request.client, request.key)
 }

@@ -1,4 +1,4 @@
-//! docs/domain.md mistake 3: the key's scope is global, not per client. The article's design runs underneath with
+//! docs/src/domain.md mistake 3: the key's scope is global, not per client. The article's design runs underneath with
 //! every request's client erased, so a second client that happens to send the same key gets the first client's
 //! stored response (another customer's payment) instead of its own.
 

@@ -1,4 +1,4 @@
-//! docs/domain.md mistake 1: look the key up with a SELECT, and claim it with an INSERT afterwards, with no unique
+//! docs/src/domain.md mistake 1: look the key up with a SELECT, and claim it with an INSERT afterwards, with no unique
 //! index to stop a second process that looked at the same moment (the knob model
 //! `models/select-then-insert.toml`, written as a handler). Two processes both find nothing and both charge.
 
