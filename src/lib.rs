@@ -104,7 +104,8 @@ pub use retrylab_experiments as experiments;
 #[cfg(feature = "stack")]
 pub use retrylab_real::{graybox, stack};
 #[cfg(feature = "real")]
-pub use retrylab_real::{loopback, real, runner, servers, stores};
+pub use retrylab_real::{loopback, real, runner, stores};
+pub use retrylab_servers as servers;
 pub use retrylab_sim::{atomic, backoff, plot, sim};
 pub use retrylab_worlds::{input, model, protocol, spec};
 

@@ -6,7 +6,7 @@
 //! - [`stack`] (feature `stack`): `retrylab serve`, the retrying client, the proxy, `probe`, `load`;
 //!   [`graybox`]: the wire-level gate that makes a running service's every statement a step.
 //! - [`queue_real`] (feature `nats`): the queue models against NATS JetStream.
-//! - [`servers`]: throwaway PostgreSQL, Redis, nats-server and Slurm for tests; [`loopback`]: the address rules.
+//! - [`loopback`]: the address rules (loopback only, every host of a URL checked).
 
 #[cfg(feature = "stack")]
 pub mod graybox;
@@ -15,7 +15,6 @@ pub mod loopback;
 pub mod queue_real;
 pub mod real;
 pub mod runner;
-pub mod servers;
 #[cfg(feature = "stack")]
 pub mod stack;
 pub mod stores;
@@ -25,6 +24,8 @@ mod handler_tests;
 
 // The layers below, under the names the modules of this crate use for them.
 use retrylab_check as check;
+#[cfg(any(test, feature = "stack"))]
+use retrylab_servers as servers;
 #[cfg(feature = "stack")]
 use retrylab_sim::backoff;
 use retrylab_worlds::{handler, model, protocol};
