@@ -24,7 +24,7 @@ mod handler_tests;
 
 // The layers below, under the names the modules of this crate use for them.
 use retrylab_check as check;
-#[cfg(any(test, feature = "stack"))]
+#[cfg(test)]
 use retrylab_servers as servers;
 #[cfg(feature = "stack")]
 use retrylab_sim::backoff;
