@@ -109,21 +109,11 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 ),
             )
         });
-        let names = [
-            "drop-requests",
-            "drop-responses",
-            "duplicate-requests",
-            "crashes",
-            "early-timeouts",
-            "pauses",
-            "call-failures",
-        ];
-        let budgets = names
-            .iter()
-            .zip(state.budgets)
-            .map(|(name, left)| Row::new(*name, format!("{left} left")))
+        let budgets = <HandlerFault as strum::IntoEnumIterator>::iter()
+            .zip(state.budgets.to_array())
+            .map(|(fault, left)| Row::new(<&str>::from(fault), format!("{left} left")))
             .chain(
-                (self.call_faults.iter().zip(state.call_budgets))
+                (self.call_faults.iter().zip(state.call_budgets.to_array()))
                     .map(|(fault, left)| Row::new(fault.name(), format!("{left} left"))),
             );
         let mut view = check::StateView::default();

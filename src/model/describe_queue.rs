@@ -86,11 +86,12 @@ impl QueueWorld {
             Action::Timeout { client } => {
                 let was = &before.clients[client as usize];
                 let op = OpRef { client, op: was.op };
-                let slow = if after.budgets[EARLY_TIMEOUTS] < before.budgets[EARLY_TIMEOUTS] {
-                    " while the consumer is only slow"
-                } else {
-                    ""
-                };
+                let slow =
+                    if after.budgets.left(EARLY_TIMEOUTS) < before.budgets.left(EARLY_TIMEOUTS) {
+                        " while the consumer is only slow"
+                    } else {
+                        ""
+                    };
                 if events.has(Event::RetryAfterTimeout) {
                     format!(
                         "visibility timeout of {} delivery {} EXPIRES{slow} (no ack): the broker redelivers it as delivery {}",

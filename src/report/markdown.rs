@@ -163,7 +163,7 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
          The last column is wall-clock time on the machine that generated the file, the only part that varies.\n\n",
     );
     out.push_str("Properties:\n\n");
-    for property in Property::ALL {
+    for property in Property::all() {
         let _ = writeln!(
             out,
             "- `{}`: {}",
@@ -174,12 +174,12 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
     out.push('\n');
 
     out.push_str("| model | what it models |");
-    for property in Property::ALL {
+    for property in Property::all() {
         let _ = write!(out, " {} |", property.name());
     }
     let _ = writeln!(out, " states | depth | as declared | {TIME_HEADER} |");
     out.push_str("|---|---|");
-    for _ in Property::ALL {
+    for _ in Property::all() {
         out.push_str("---|");
     }
     out.push_str("---:|---:|---|---:|\n");
@@ -190,7 +190,7 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
             entry.shown,
             cell(&entry.model.description)
         );
-        for property in Property::ALL {
+        for property in Property::all() {
             let _ = write!(out, " {} |", verdict_cell(entry, property));
         }
         let _ = writeln!(
