@@ -18,8 +18,9 @@ use crate::model::{Budgets, Event, Events};
 /// At most this many call faults in one world (their budgets are a fixed array of the state: no allocation).
 pub const CALL_FAULTS_MAX: usize = 4;
 
-/// How a named call fails.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// How a named call fails; its name in timelines is the variant's in kebab case (`answer-lost`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Failure {
     /// Not made: nothing happened, the handler gets an error.
     NotMade,
@@ -29,10 +30,7 @@ pub enum Failure {
 
 impl Failure {
     pub fn name(self) -> &'static str {
-        match self {
-            Failure::NotMade => "not-made",
-            Failure::AnswerLost => "answer-lost",
-        }
+        self.into()
     }
 }
 
