@@ -2,7 +2,7 @@
 //! accounting just past the bound, and the process's resident memory grew by the bound within 10%. Alone in
 //! its test binary, so no other test's memory is in the figure. Linux only (VmRSS).
 
-use retrylab::check::{resident_bytes, Model as _};
+use retrylab::check::{resident_bytes, Model as _, StoppedBy};
 use retrylab::spec::load_model;
 use std::path::Path;
 
@@ -20,8 +20,11 @@ fn a_search_bounded_at_64_mib_holds_64_mib_within_ten_percent() {
     let before = resident_bytes().expect("VmRSS on Linux");
     let report = model.world.checker().max_memory_mib(BOUND_MIB).bfs();
     // The model needs about 140 MiB in full (3.4 M states): the bound is what stopped it.
-    let stopped_by = report.stopped_by.clone().unwrap_or_default();
-    assert!(stopped_by.starts_with("max-memory"), "{stopped_by}");
+    assert_eq!(
+        report.stopped_by,
+        Some(StoppedBy::MaxMemory(bound)),
+        "the bound stopped it"
+    );
     assert!(report.states > 200_000, "{} states", report.states);
     let accounted = report.peak_bytes as f64 / bound as f64;
     assert!(

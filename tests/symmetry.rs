@@ -44,7 +44,7 @@ fn reduction_keeps_verdicts_and_shortest_lengths_and_traces_replay() {
         if reduced.states < 50_000 {
             let full = model.world.checker().bfs();
             assert_eq!(full.verdicts(), reduced.verdicts(), "{}", model.path);
-            for property in Property::ALL {
+            for property in Property::all() {
                 assert_eq!(
                     full.counterexample(property.name()).map(<[_]>::len),
                     reduced.counterexample(property.name()).map(<[_]>::len),

@@ -205,7 +205,7 @@ fn print_json(
         states: report.states,
         // Known when nothing was reduced (the search was a full one); a reduced search does not know it.
         states_full: (report.reduced_states == 0).then_some(report.states),
-        stopped_by: report.stopped_by.clone(),
+        stopped_by: report.stopped_by.as_ref().map(ToString::to_string),
         traces: output::by_name(traces),
         transitions: report.transitions,
         unresolved: at_rest

@@ -163,7 +163,7 @@ pub fn remove_stale_traces(
     report: &Report<World>,
 ) -> Result<Vec<PathBuf>, String> {
     let mut removed = Vec::new();
-    for property in Property::ALL {
+    for property in Property::all() {
         if report.verdict(property.name()) != Verdict::Holds {
             continue; // violated: overwritten by this run; incomplete: the old trace may still be right
         }
@@ -279,7 +279,7 @@ pub fn print_rows(
         "match",
         "counterexample"
     );
-    for property in Property::ALL {
+    for property in Property::all() {
         let actual = report.verdict(property.name());
         let expected = model
             .expected

@@ -217,7 +217,7 @@ fn json_line(
         seeds: args.seeds,
         shard: args.shard.map(|(k, n)| format!("{k}/{n}")),
         states: report.states,
-        stopped_by: report.stopped_by.clone(),
+        stopped_by: report.stopped_by.as_ref().map(ToString::to_string),
         traces: output::by_name(traces),
         vacuous: evidence.vacuous,
         vacuous_warning: evidence.warning(),

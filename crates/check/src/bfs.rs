@@ -13,7 +13,7 @@ use super::plan::Plan;
 use super::por::Reduction;
 use super::verdicts::{judge_bfs, Found};
 use super::visited::Visited;
-use super::{Bounds, Report};
+use super::{Bounds, Report, StoppedBy};
 use rayon::prelude::*;
 use std::time::Instant;
 
@@ -42,7 +42,7 @@ struct Search<M: Model> {
     found: Found<M>,
     transitions: u64,
     reduced_states: u64,
-    stopped_by: Option<String>,
+    stopped_by: Option<StoppedBy>,
     peak_bytes: u64,
     rss_peak_bytes: Option<u64>,
     /// Bytes held after the last round, and the most one unit of work has added.
@@ -63,108 +63,39 @@ pub(crate) fn explore<M: Model>(
     let reduction = Reduction::new(model, &plan, bounds.por);
     let started = Instant::now();
     let check_acyclic = cfg!(debug_assertions) && model.acyclic();
-    let mut search = Search {
-        visited: Visited::new(),
-        nodes: Vec::new(),
-        found: Found::new(&plan),
-        transitions: 0,
-        reduced_states: 0,
-        stopped_by: None,
-        peak_bytes: 0,
-        rss_peak_bytes: None,
-        held_bytes: 0,
-        unit_growth_bytes: 0,
-        graph: (!plan.graph.is_empty() || check_acyclic).then(Graph::default),
-        graph_for_acyclic_check: plan.graph.is_empty(),
-    };
-    let stop_on = bounds.stop_on.as_ref().map(|name| {
-        plan.properties
-            .iter()
-            .position(|property| property.name == *name)
-            .unwrap_or_else(|| panic!("stop_on: no property named '{name}'"))
-    });
-
-    let mut init = model.init_state();
-    if bounds.symmetry {
-        if let Some(canonical) = model.canonicalize(&init) {
-            init = canonical;
-        }
-    }
-    search.found.judge_initial(&plan, model, &init);
-    let mut frontier = Level::<M>::default();
-    frontier.push(model, &init);
-    let fingerprint = state_fingerprint(model, &init, &mut Vec::new());
-    search.visited.insert(fingerprint);
-    search.nodes.push(Node {
-        parent: ROOT,
-        action_index: 0,
-    });
-    if let Some(graph) = &mut search.graph {
-        graph.add_node_fingerprint(fingerprint);
-    }
+    let mut search = Search::new(&plan, check_acyclic);
+    let stop_on = stop_on_index(&plan, bounds);
+    let mut frontier = search.start(model, &plan, bounds);
     let mut next_frontier = Level::<M>::default();
     let mut outputs: Vec<Output<M>> = Vec::new();
     let mut depth = 0u32;
     let mut deepest_expanded = 0u32;
-
-    'levels: while !frontier.is_empty() {
+    while !frontier.is_empty() {
         if depth >= bounds.max_depth {
             if can_move(model, &frontier) {
-                search.stopped_by = Some(format!("max-depth {} reached", bounds.max_depth));
+                search.stopped_by = Some(StoppedBy::MaxDepth(bounds.max_depth));
             }
             break;
         }
         deepest_expanded = depth;
-        let units: Vec<std::ops::Range<usize>> = (0..frontier.len())
-            .step_by(UNIT_STATES)
-            .map(|start| start..(start + UNIT_STATES).min(frontier.len()))
-            .collect();
-        next_frontier.clear(search.nodes.len() as u32);
-        let mut done = 0;
-        while done < units.len() {
-            // Near `max-states`, smaller rounds, so the search stops close to the bound.
-            let remaining = bounds
-                .max_states
-                .min(NODES_MAX)
-                .saturating_sub(search.nodes.len() as u64);
-            let round_units = ((remaining / (4 * UNIT_STATES as u64)) as usize)
-                .clamp(1, ROUND_UNITS)
-                .min(search.units_within(bounds.max_memory_bytes));
-            let round = &units[done..(done + round_units).min(units.len())];
-            done += round.len();
-            if outputs.len() < round.len() {
-                outputs.resize_with(round.len(), Output::default);
-            }
-            let outputs = &mut outputs[..round.len()];
-            let input = UnitInput {
-                model,
-                plan: &plan,
-                level: &frontier,
-                visited: &search.visited,
-                symmetry: bounds.symmetry,
-                record_graph: search.graph.is_some(),
-                reduction,
-            };
-            outputs
-                .par_iter_mut()
-                .zip(round.par_iter())
-                .for_each(|(out, unit)| expand_unit(&input, unit.clone(), out));
-            insert_round(&mut search.visited, outputs);
-            outputs.par_iter_mut().for_each(keep_new);
-            search.merge(&plan, outputs, &mut next_frontier);
-            on_progress(search.nodes.len() as u64, depth);
-            if let Some(reason) = search.stop_reason(bounds, stop_on, started) {
-                search.stopped_by = Some(reason);
-                break 'levels;
-            }
-            search.measure(&frontier, &next_frontier, outputs, round.len());
-            if search.peak_bytes >= bounds.max_memory_bytes {
-                search.stopped_by = Some(format!(
-                    "max-memory {} bytes reached",
-                    bounds.max_memory_bytes
-                ));
-                break 'levels;
-            }
+        let level = LevelRun {
+            model,
+            plan: &plan,
+            bounds,
+            reduction,
+            stop_on,
+            started,
+            depth,
+        };
+        search.stopped_by = search.expand_level(
+            &level,
+            &frontier,
+            &mut next_frontier,
+            &mut outputs,
+            on_progress,
+        );
+        if search.stopped_by.is_some() {
+            break;
         }
         std::mem::swap(&mut frontier, &mut next_frontier);
         depth += 1;
@@ -172,32 +103,28 @@ pub(crate) fn explore<M: Model>(
     if check_acyclic {
         search.check_acyclic();
     }
-    let complete = search.stopped_by.is_none();
-    let properties = judge_bfs(
-        model,
-        &plan,
-        &search.found,
-        &search.nodes,
-        search.graph.as_ref(),
-        complete,
-        bounds.symmetry,
-    );
-    Report {
-        method: super::Method::Bfs,
-        properties,
-        observed: search.found.observed,
-        states: search.nodes.len() as u64,
-        transitions: search.transitions,
-        depth: deepest_expanded,
-        complete,
-        stopped_by: search.stopped_by,
-        visited_bytes: search.visited.bytes(),
-        peak_bytes: search.peak_bytes,
-        rss_peak_bytes: search.rss_peak_bytes,
-        walks: 0,
-        cut_walks: 0,
-        reduced_states: search.reduced_states,
-    }
+    search.into_report(model, &plan, bounds.symmetry, deepest_expanded)
+}
+
+/// The index of the property `bounds.stop_on` names, if it names one. Panics on a name the model lacks.
+fn stop_on_index<M: Model>(plan: &Plan<M>, bounds: &Bounds) -> Option<usize> {
+    bounds.stop_on.as_ref().map(|name| {
+        plan.properties
+            .iter()
+            .position(|property| property.name == *name)
+            .unwrap_or_else(|| panic!("stop_on: no property named '{name}'"))
+    })
+}
+
+/// What expanding one level needs besides the search's own state.
+struct LevelRun<'a, M: Model> {
+    model: &'a M,
+    plan: &'a Plan<M>,
+    bounds: &'a Bounds,
+    reduction: Reduction,
+    stop_on: Option<usize>,
+    started: Instant,
+    depth: u32,
 }
 
 /// Whether some state of the level has an enabled action (a depth bound that cut nothing is no cut).
@@ -212,6 +139,139 @@ fn can_move<M: Model>(model: &M, level: &Level<M>) -> bool {
 }
 
 impl<M: Model> Search<M> {
+    fn new(plan: &Plan<M>, check_acyclic: bool) -> Self {
+        Search {
+            visited: Visited::new(),
+            nodes: Vec::new(),
+            found: Found::new(plan),
+            transitions: 0,
+            reduced_states: 0,
+            stopped_by: None,
+            peak_bytes: 0,
+            rss_peak_bytes: None,
+            held_bytes: 0,
+            unit_growth_bytes: 0,
+            graph: (!plan.graph.is_empty() || check_acyclic).then(Graph::default),
+            graph_for_acyclic_check: plan.graph.is_empty(),
+        }
+    }
+
+    /// The initial state (canonical under symmetry), judged and numbered as the root: the first level.
+    fn start(&mut self, model: &M, plan: &Plan<M>, bounds: &Bounds) -> Level<M> {
+        let mut init = model.init_state();
+        if bounds.symmetry {
+            if let Some(canonical) = model.canonicalize(&init) {
+                init = canonical;
+            }
+        }
+        self.found.judge_initial(plan, model, &init);
+        let mut frontier = Level::<M>::default();
+        frontier.push(model, &init);
+        let fingerprint = state_fingerprint(model, &init, &mut Vec::new());
+        self.visited.insert(fingerprint);
+        self.nodes.push(Node {
+            parent: ROOT,
+            action_index: 0,
+        });
+        if let Some(graph) = &mut self.graph {
+            graph.add_node_fingerprint(fingerprint);
+        }
+        frontier
+    }
+
+    /// Expand every state of `frontier` into `next`, round by round; why the search must stop, if it must.
+    fn expand_level(
+        &mut self,
+        level: &LevelRun<'_, M>,
+        frontier: &Level<M>,
+        next: &mut Level<M>,
+        outputs: &mut Vec<Output<M>>,
+        on_progress: &mut dyn FnMut(u64, u32),
+    ) -> Option<StoppedBy> {
+        let bounds = level.bounds;
+        let units: Vec<std::ops::Range<usize>> = (0..frontier.len())
+            .step_by(UNIT_STATES)
+            .map(|start| start..(start + UNIT_STATES).min(frontier.len()))
+            .collect();
+        next.clear(self.nodes.len() as u32);
+        let mut done = 0;
+        while done < units.len() {
+            let round = &units[done..(done + self.round_units(bounds)).min(units.len())];
+            done += round.len();
+            if outputs.len() < round.len() {
+                outputs.resize_with(round.len(), Output::default);
+            }
+            let outputs = &mut outputs[..round.len()];
+            let input = UnitInput {
+                model: level.model,
+                plan: level.plan,
+                level: frontier,
+                visited: &self.visited,
+                symmetry: bounds.symmetry,
+                record_graph: self.graph.is_some(),
+                reduction: level.reduction,
+            };
+            outputs
+                .par_iter_mut()
+                .zip(round.par_iter())
+                .for_each(|(out, unit)| expand_unit(&input, unit.clone(), out));
+            insert_round(&mut self.visited, outputs);
+            outputs.par_iter_mut().for_each(keep_new);
+            self.merge(level.plan, outputs, next);
+            on_progress(self.nodes.len() as u64, level.depth);
+            if let Some(reason) = self.stop_reason(bounds, level.stop_on, level.started) {
+                return Some(reason);
+            }
+            self.measure(frontier, next, outputs, round.len());
+            if self.peak_bytes >= bounds.max_memory_bytes {
+                return Some(StoppedBy::MaxMemory(bounds.max_memory_bytes));
+            }
+        }
+        None
+    }
+
+    /// Units the next round expands: near `max-states` or `max-memory`, fewer, so the search stops close to the
+    /// bound.
+    fn round_units(&self, bounds: &Bounds) -> usize {
+        let remaining = bounds
+            .max_states
+            .min(NODES_MAX)
+            .saturating_sub(self.nodes.len() as u64);
+        ((remaining / (4 * UNIT_STATES as u64)) as usize)
+            .clamp(1, ROUND_UNITS)
+            .min(self.units_within(bounds.max_memory_bytes))
+    }
+
+    /// The verdicts and figures of the finished (or stopped) search.
+    fn into_report(self, model: &M, plan: &Plan<M>, symmetry: bool, depth: u32) -> Report<M> {
+        let complete = self.stopped_by.is_none();
+        let properties = judge_bfs(
+            model,
+            plan,
+            &self.found,
+            &self.nodes,
+            self.graph.as_ref(),
+            complete,
+            symmetry,
+        );
+        Report {
+            method: super::Method::Bfs,
+            properties,
+            observed: self.found.observed,
+            states: self.nodes.len() as u64,
+            transitions: self.transitions,
+            depth,
+            complete,
+            stopped_by: self.stopped_by,
+            visited_bytes: self.visited.bytes(),
+            peak_bytes: self.peak_bytes,
+            rss_peak_bytes: self.rss_peak_bytes,
+            walks: 0,
+            cut_walks: 0,
+            reduced_states: self.reduced_states,
+        }
+    }
+
     /// Merge a round's outputs in order: findings, then the new states' nodes and packings.
     fn merge(&mut self, plan: &Plan<M>, outputs: &mut [Output<M>], next: &mut Level<M>) {
         for out in outputs.iter_mut() {
@@ -260,24 +320,23 @@ impl<M: Model> Search<M> {
         bounds: &Bounds,
         stop_on: Option<usize>,
         started: Instant,
-    ) -> Option<String> {
+    ) -> Option<StoppedBy> {
         if let Some(target) = stop_on.filter(|target| self.found.violated(*target)) {
-            return Some(format!(
-                "stopped at the first violation of {}",
-                self.found.name(target)
+            return Some(StoppedBy::FirstViolation(
+                self.found.name(target).to_string(),
             ));
         }
         if self.nodes.len() as u64 >= bounds.max_states {
-            return Some(format!("max-states {} reached", bounds.max_states));
+            return Some(StoppedBy::MaxStates(bounds.max_states));
         }
         if self.nodes.len() as u64 >= NODES_MAX {
-            return Some(format!("{NODES_MAX} states reached (node ids are 32-bit)"));
+            return Some(StoppedBy::NodeIds(NODES_MAX));
         }
         if let Some(timeout) = bounds
             .timeout
             .filter(|timeout| started.elapsed() >= *timeout)
         {
-            return Some(format!("timeout {} ms reached", timeout.as_millis()));
+            return Some(StoppedBy::Timeout(timeout.as_millis()));
         }
         None
     }

@@ -129,18 +129,7 @@ pub(crate) fn expand_unit<M: Model>(
         let parent = level.first_id + index as u32;
         level.load(model, index, &mut state);
         super::model::enabled(model, &state, &mut actions);
-        let at_rest = actions.iter().all(|action| model.is_fault(&state, action));
-        if at_rest {
-            for &(property, predicate) in &plan.at_rest {
-                if !predicate(model, &state) {
-                    out.find(&mut seen, parent, None, property);
-                }
-            }
-        }
-        if input.record_graph {
-            let goals = plan.goals(model, &state, at_rest);
-            out.graph.nodes.push((parent, goals, at_rest));
-        }
+        let at_rest = judge_parent(input, &state, &actions, parent, &mut seen, out);
         let reduced = input.reduction.reduce
             && !at_rest
             && choose(
@@ -180,19 +169,56 @@ pub(crate) fn expand_unit<M: Model>(
                 .successors
                 .push(model, &next, parent, action_index as u16);
             if input.record_graph {
-                let edge = Edge {
-                    step,
-                    child: fingerprint,
-                };
-                if model.is_fault(&state, action) {
-                    out.graph.fault_edges.push(edge);
-                } else {
-                    out.graph.edges.push(edge);
-                }
+                record_edge(model, &state, action, step, fingerprint, out);
             }
         }
     }
     by_shard(out);
+}
+
+/// A frontier state's own findings: whether it is at rest (only faults enabled), the `eventually`
+/// properties it violates if so, and its node of the graph when one is kept.
+#[inline]
+fn judge_parent<M: Model>(
+    input: &UnitInput<M>,
+    state: &M::State,
+    actions: &[M::Action],
+    parent: u32,
+    seen: &mut [bool],
+    out: &mut Output<M>,
+) -> bool {
+    let UnitInput { model, plan, .. } = *input;
+    let at_rest = actions.iter().all(|action| model.is_fault(state, action));
+    if at_rest {
+        for &(property, predicate) in &plan.at_rest {
+            if !predicate(model, state) {
+                out.find(seen, parent, None, property);
+            }
+        }
+    }
+    if input.record_graph {
+        let goals = plan.goals(model, state, at_rest);
+        out.graph.nodes.push((parent, goals, at_rest));
+    }
+    at_rest
+}
+
+/// The transition `step` of the graph, among the fault edges (where faults may stop) or the others.
+#[inline]
+fn record_edge<M: Model>(
+    model: &M,
+    state: &M::State,
+    action: &M::Action,
+    step: Step,
+    child: u64,
+    out: &mut Output<M>,
+) {
+    let edge = Edge { step, child };
+    if model.is_fault(state, action) {
+        out.graph.fault_edges.push(edge);
+    } else {
+        out.graph.edges.push(edge);
+    }
 }
 
 /// Partial-order reduction: the actions to explore from `state` into `chosen`, if the model declares a reduced

@@ -40,7 +40,7 @@ pub use model::{Model, Observation, ACYCLIC_CHECK_STATES};
 pub use path::{canonical, rebuild_path, rebuild_path_reduced, timeline, Run, TimelineStep};
 pub use por::Por;
 pub use property::{Kind, Property};
-pub use report::{compare, Comparison, Expected, Method, PropertyReport, Report};
+pub use report::{compare, Comparison, Expected, Method, PropertyReport, Report, StoppedBy};
 pub use resident::resident_bytes;
 pub use trace::{Trace, TraceError, TRACE_FORMAT, TRACE_VERSION};
 pub use view::{Panel, Row, StateView};

@@ -36,6 +36,41 @@ pub struct PropertyReport<A> {
     pub at_step: Option<usize>,
 }
 
+/// Why a search stopped before it explored everything within its depth (it is then incomplete). Shown, in text
+/// and JSON, as the sentence `Display` writes (`max-states 1000 reached`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoppedBy {
+    /// `stop_on`: the first violation of the property of this name was found.
+    FirstViolation(String),
+    /// `max-states`: this many states were numbered.
+    MaxStates(u64),
+    /// `max-depth`: the deepest level allowed was reached and some of its states could still move.
+    MaxDepth(u32),
+    /// `max-memory`: the search would hold more than this many bytes.
+    MaxMemory(u64),
+    /// The search would number more states than 32-bit node ids can (this many).
+    NodeIds(u64),
+    /// `timeout`: this many milliseconds passed.
+    Timeout(u128),
+}
+
+impl std::fmt::Display for StoppedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoppedBy::FirstViolation(name) => {
+                write!(f, "stopped at the first violation of {name}")
+            }
+            StoppedBy::MaxStates(states) => write!(f, "max-states {states} reached"),
+            StoppedBy::MaxDepth(depth) => write!(f, "max-depth {depth} reached"),
+            StoppedBy::MaxMemory(bytes) => write!(f, "max-memory {bytes} bytes reached"),
+            StoppedBy::NodeIds(states) => {
+                write!(f, "{states} states reached (node ids are 32-bit)")
+            }
+            StoppedBy::Timeout(ms) => write!(f, "timeout {ms} ms reached"),
+        }
+    }
+}
+
 /// What a run found.
 pub struct Report<M: Model> {
     /// How the run searched.
@@ -53,7 +88,7 @@ pub struct Report<M: Model> {
     /// Whether nothing cut the search short.
     pub complete: bool,
     /// Why the search stopped early, if it did.
-    pub stopped_by: Option<String>,
+    pub stopped_by: Option<StoppedBy>,
     /// Bytes held by the visited set at the end.
     pub visited_bytes: u64,
     /// The most bytes the search's own structures held at once.
@@ -282,5 +317,35 @@ pub fn compare(found: &BTreeMap<String, Verdict>, walks: bool, expected: &Expect
         matches: mismatched.is_empty() && missing_scenarios.is_empty(),
         mismatched,
         missing_scenarios,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StoppedBy;
+
+    /// The sentences text and JSON output show, spelt as they were when `stopped_by` was a string.
+    #[test]
+    fn stopped_by_reads_as_before() {
+        let cases = [
+            (
+                StoppedBy::FirstViolation("no-lost-effect".into()),
+                "stopped at the first violation of no-lost-effect",
+            ),
+            (StoppedBy::MaxStates(1000), "max-states 1000 reached"),
+            (StoppedBy::MaxDepth(40), "max-depth 40 reached"),
+            (
+                StoppedBy::MaxMemory(1 << 20),
+                "max-memory 1048576 bytes reached",
+            ),
+            (
+                StoppedBy::NodeIds(7),
+                "7 states reached (node ids are 32-bit)",
+            ),
+            (StoppedBy::Timeout(250), "timeout 250 ms reached"),
+        ];
+        for (stopped_by, text) in cases {
+            assert_eq!(stopped_by.to_string(), text);
+        }
     }
 }

@@ -82,15 +82,20 @@ fn a_search_cut_short_is_incomplete_never_holds() {
     let counter = Counter { top: 5 };
     let report = counter.checker().max_depth(2).bfs();
     assert!(!report.complete);
+    assert_eq!(report.stopped_by, Some(StoppedBy::MaxDepth(2)));
     assert_eq!(report.verdict("at most top"), Verdict::Incomplete);
     assert_eq!(report.verdict("reaches top"), Verdict::Incomplete);
     assert_eq!(report.verdict("ends at top"), Verdict::Incomplete);
     let report = counter.checker().max_states(3).bfs();
     assert!(!report.complete);
+    assert_eq!(report.stopped_by, Some(StoppedBy::MaxStates(3)));
     assert_eq!(report.verdict("at most top"), Verdict::Incomplete);
     // What was found within the bound is still found.
     let report = counter.checker().max_depth(4).bfs();
     assert_eq!(report.verdict("never 3"), Verdict::Violated);
+    // A depth bound that cuts nothing stops nothing.
+    let report = counter.checker().max_depth(5).bfs();
+    assert_eq!((report.complete, report.stopped_by), (true, None));
 }
 
 #[test]

@@ -7,7 +7,7 @@ use super::judge::PathJudge;
 use super::model::Model;
 use super::plan::Plan;
 use super::property::Kind;
-use super::{Method, PropertyReport, Report, Verdict};
+use super::{Method, PropertyReport, Report, StoppedBy, Verdict};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
@@ -209,7 +209,7 @@ pub(crate) fn simulate<M: Model>(
             .min(CHUNK_SEEDS_MAX)
             .min(room / walk_bytes);
         if chunk == 0 {
-            stopped_by = Some(format!("max-memory {max_memory_bytes} bytes reached"));
+            stopped_by = Some(StoppedBy::MaxMemory(max_memory_bytes));
             break;
         }
         let from = summary.walks;
@@ -232,7 +232,7 @@ fn report<M: Model>(
     plan: &Plan<M>,
     summary: Summary<M>,
     max_depth: u32,
-    stopped_by: Option<String>,
+    stopped_by: Option<StoppedBy>,
 ) -> Report<M> {
     let properties = plan
         .properties

@@ -88,6 +88,16 @@ fn a_fault_fires_only_on_the_calls_it_names() {
     assert_eq!(refund.verdict("no-duplicate-effect"), Verdict::Holds);
 }
 
+/// Call faults are named in timelines and budget panels as the call, then how it fails.
+#[test]
+fn a_call_fault_is_named_by_its_call_and_its_failure() {
+    assert_eq!(
+        CallFault::answer_lost("capture", 1).name(),
+        "capture answer-lost"
+    );
+    assert_eq!(CallFault::not_made("COMMIT", 2).name(), "COMMIT not-made");
+}
+
 /// The world's state with process 1 about to commit its payment.
 fn before_commit<W: Worker>(world: &HandlerWorld<PayInOneTransaction, W>) -> HandlerState {
     let mut state = world.init_state();

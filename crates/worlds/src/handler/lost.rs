@@ -13,13 +13,14 @@ use super::api::{Handler, Worker};
 use super::calls::Call;
 use super::replay::{refused, Next};
 use super::world::{HandlerAction, HandlerState, HandlerWorld};
-use crate::model::{Event, Events};
+use crate::model::{Budgets, Event, Events};
 
 /// At most this many call faults in one world (their budgets are a fixed array of the state: no allocation).
 pub const CALL_FAULTS_MAX: usize = 4;
 
-/// How a named call fails.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// How a named call fails; its name in timelines is the variant's in kebab case (`answer-lost`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Failure {
     /// Not made: nothing happened, the handler gets an error.
     NotMade,
@@ -29,10 +30,7 @@ pub enum Failure {
 
 impl Failure {
     pub fn name(self) -> &'static str {
-        match self {
-            Failure::NotMade => "not-made",
-            Failure::AnswerLost => "answer-lost",
-        }
+        self.into()
     }
 }
 
@@ -92,12 +90,12 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     }
 
     /// The call faults' budgets at the start.
-    pub(super) fn call_budgets(&self) -> [u8; CALL_FAULTS_MAX] {
+    pub(super) fn call_budgets(&self) -> Budgets<CALL_FAULTS_MAX> {
         let mut budgets = [0; CALL_FAULTS_MAX];
         for (budget, fault) in budgets.iter_mut().zip(&self.call_faults) {
             *budget = fault.budget;
         }
-        budgets
+        Budgets::new(budgets)
     }
 
     /// Whether some call may lose its answer (the `answer-lost` scenario is then reported).
@@ -116,7 +114,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 continue;
             };
             for (index, fault) in self.call_faults.iter().enumerate() {
-                if state.call_budgets[index] == 0 || !fault.applies_to(call) {
+                if !state.call_budgets.has(index) || !fault.applies_to(call) {
                     continue;
                 }
                 let possible = match fault.failure {
@@ -145,7 +143,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         fault: u8,
         events: &mut Events,
     ) {
-        state.call_budgets[fault as usize] -= 1;
+        state.call_budgets.spend(fault as usize);
         match self.call_faults[fault as usize].failure {
             Failure::NotMade => {
                 events.add(Event::HandlerError);

@@ -23,7 +23,7 @@ pub use super::world_records::{Records, RecordsIn};
 use super::world_requests::Hooks;
 use super::world_time::Expiries;
 use crate::check::{self, Model};
-use crate::model::{Event, Events, Property as Named};
+use crate::model::{Budgets, Event, Events, Property as Named};
 use std::collections::BTreeMap;
 
 /// Fault budgets of a handler world.
@@ -40,6 +40,35 @@ pub struct HandlerFaults {
     /// the handler gets an error (a failed `commit` rolls the transaction back). Faults of named calls only, and
     /// calls made whose answers are lost, each with a budget of its own: `HandlerWorld::call_faults`.
     pub call_failures: u8,
+}
+
+/// A handler world's fault kind, by the name the explorer's budget panel shows (the variant's kebab case,
+/// derived here once). Its discriminant is its index in `HandlerState::budgets`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, strum::EnumIter, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
+pub(super) enum HandlerFault {
+    DropRequests,
+    DropResponses,
+    DuplicateRequests,
+    Crashes,
+    EarlyTimeouts,
+    Pauses,
+    CallFailures,
+}
+
+impl HandlerFaults {
+    /// The budgets in `HandlerFault` order.
+    fn as_array(self) -> [u8; 7] {
+        [
+            self.drop_requests,
+            self.drop_responses,
+            self.duplicate_requests,
+            self.crashes,
+            self.early_timeouts,
+            self.pauses,
+            self.call_failures,
+        ]
+    }
 }
 
 /// The world around a handler (and its background workers, if any).
@@ -376,9 +405,10 @@ pub struct HandlerState {
     pub store: Shared<Committed>,
     /// Ghost ledger of responses: the first success sent for each operation.
     pub first_success: Shared<BTreeMap<Op, Reply>>,
-    pub budgets: [u8; 7],
+    /// What is left of each fault's budget, indexed by `HandlerFault`.
+    pub budgets: Budgets<7>,
     /// What is left of each call fault's budget (`HandlerWorld::call_faults`, in its order).
-    pub call_budgets: [u8; CALL_FAULTS_MAX],
+    pub call_budgets: Budgets<CALL_FAULTS_MAX>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -453,7 +483,6 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
             outcomes: vec![Outcome::Pending; self.bodies.len()],
             sent_after: Vec::new(),
         };
-        let f = self.faults;
         HandlerState {
             clients: Shared::new(vec![client; self.clients as usize]),
             network: Shared::default(),
@@ -461,15 +490,7 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
             wake: vec![true; self.workers as usize],
             store: Shared::default(),
             first_success: Shared::default(),
-            budgets: [
-                f.drop_requests,
-                f.drop_responses,
-                f.duplicate_requests,
-                f.crashes,
-                f.early_timeouts,
-                f.pauses,
-                f.call_failures,
-            ],
+            budgets: Budgets::new(self.faults.as_array()),
             call_budgets: self.call_budgets(),
         }
     }

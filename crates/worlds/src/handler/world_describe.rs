@@ -17,22 +17,18 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         after: &HandlerState,
         obs: Events,
     ) -> String {
-        let mut text = match action {
-            HandlerAction::Send { client } => {
-                let current = &before.clients[*client as usize];
-                let op = Op {
-                    client: *client,
-                    op: current.op,
-                };
-                let request = self.request_in(before, op, current.attempts + 1);
-                format!(
-                    "{} sends attempt {} (key {}{})",
-                    op_name(op),
-                    current.attempts + 1,
-                    request.key,
-                    self.request_note(&request, op)
-                )
-            }
+        let mut text = self.action_text(before, action);
+        text.push_str(&self.notes(before, action, after));
+        if obs.has(Event::DuplicateEffect) {
+            text.push_str("   <-- DUPLICATE EFFECT");
+        }
+        text
+    }
+
+    /// What the action does, as the state before it names things.
+    fn action_text(&self, before: &HandlerState, action: &HandlerAction) -> String {
+        match action {
+            HandlerAction::Send { client } => self.send_text(before, *client),
             HandlerAction::Timeout { client } => {
                 format!(
                     "C{} times out{}",
@@ -82,12 +78,24 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 self.describe_call_fault(before, *proc, *fault)
             }
             other => format!("{other:?}"),
-        };
-        text.push_str(&self.notes(before, action, after));
-        if obs.has(Event::DuplicateEffect) {
-            text.push_str("   <-- DUPLICATE EFFECT");
         }
-        text
+    }
+
+    /// A client sends its next attempt: which, with which key, and how the request differs from the last.
+    fn send_text(&self, before: &HandlerState, client: u8) -> String {
+        let current = &before.clients[client as usize];
+        let op = Op {
+            client,
+            op: current.op,
+        };
+        let request = self.request_in(before, op, current.attempts + 1);
+        format!(
+            "{} sends attempt {} (key {}{})",
+            op_name(op),
+            current.attempts + 1,
+            request.key,
+            self.request_note(&request, op)
+        )
     }
 
     /// `P1`, `P2` for server processes, `W1`, `W2` for workers.

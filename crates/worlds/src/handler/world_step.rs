@@ -20,7 +20,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 Phase::Ready { .. } => out.push(HandlerAction::Send { client: client_id }),
                 Phase::Waiting => {
                     let alive = self.attempt_alive(state, client_id);
-                    if !alive || state.budgets[EARLY_TIMEOUTS_AT] > 0 {
+                    if !alive || state.budgets.has(EARLY_TIMEOUTS_AT) {
                         early += usize::from(alive);
                         out.push(HandlerAction::Timeout { client: client_id })
                     }
@@ -79,29 +79,29 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 Message::Request { .. } => (DROP_REQUESTS_AT, DUPLICATE_REQUESTS_AT),
                 Message::Response { .. } => (DROP_RESPONSES_AT, usize::MAX),
             };
-            if state.budgets[drop] > 0 {
+            if state.budgets.has(drop) {
                 out.push(HandlerAction::Drop {
                     message: message.clone(),
                 });
             }
-            if duplicate != usize::MAX && state.budgets[duplicate] > 0 {
+            if duplicate != usize::MAX && state.budgets.has(duplicate) {
                 out.push(HandlerAction::Duplicate {
                     message: message.clone(),
                 });
             }
         }
         let busy = state.procs.iter().any(Option::is_some);
-        if state.budgets[CRASHES_AT] > 0 {
+        if state.budgets.has(CRASHES_AT) {
             for (index, job) in state.procs.iter().enumerate() {
                 if job.is_some() {
                     out.push(HandlerAction::Crash { proc: index as u8 });
                 }
             }
         }
-        if busy && state.budgets[PAUSES_AT] > 0 {
+        if busy && state.budgets.has(PAUSES_AT) {
             out.push(HandlerAction::Pause);
         }
-        if state.budgets[CALL_FAILURES_AT] > 0 {
+        if state.budgets.has(CALL_FAILURES_AT) {
             for (index, job) in state.procs.iter().enumerate() {
                 if matches!(job, Some(job) if matches!(job.next(), Next::Call(_))) {
                     out.push(HandlerAction::Fail { proc: index as u8 });
@@ -150,7 +150,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             HandlerAction::Send { client } => self.send(state, *client, &mut events),
             HandlerAction::Timeout { client } => {
                 if self.attempt_alive(state, *client) {
-                    state.budgets[EARLY_TIMEOUTS_AT] -= 1;
+                    state.budgets.spend(EARLY_TIMEOUTS_AT);
                 }
                 if state.clients[*client as usize].attempts < self.max_attempts {
                     events.add(Event::RetryAfterTimeout);
@@ -176,22 +176,22 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                     Message::Request { .. } => (DROP_REQUESTS_AT, Event::LostRequest),
                     Message::Response { .. } => (DROP_RESPONSES_AT, Event::LostResponse),
                 };
-                state.budgets[budget] -= 1;
+                state.budgets.spend(budget);
                 events.add(event);
             }
             HandlerAction::Duplicate { message } => {
                 *state.network.entry(message.clone()).or_insert(0) += 1;
-                state.budgets[DUPLICATE_REQUESTS_AT] -= 1;
+                state.budgets.spend(DUPLICATE_REQUESTS_AT);
                 events.add(Event::DuplicatedRequest);
             }
             HandlerAction::Crash { proc } => self.crash(state, *proc, &mut events),
             HandlerAction::Pause => {
-                state.budgets[PAUSES_AT] -= 1;
+                state.budgets.spend(PAUSES_AT);
                 state.store.now_ms += self.pause_ms;
                 events.add(Event::SlowOwner);
             }
             HandlerAction::Fail { proc } => {
-                state.budgets[CALL_FAILURES_AT] -= 1;
+                state.budgets.spend(CALL_FAILURES_AT);
                 events.add(Event::HandlerError);
                 self.fail_call(state, *proc);
             }
@@ -219,7 +219,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
 
     /// A process dies with its open transaction; a worker is restarted (it will run again).
     fn crash(&self, state: &mut HandlerState, proc: u8, events: &mut Events) {
-        state.budgets[CRASHES_AT] -= 1;
+        state.budgets.spend(CRASHES_AT);
         let job = state.procs[proc as usize].take().expect("a busy process");
         if self.is_worker(proc) {
             state.wake[(proc - self.processes) as usize] = true;
@@ -448,10 +448,11 @@ fn finish(state: &mut HandlerState, client: u8, outcome: Outcome, operations: us
     };
 }
 
-pub(super) const DROP_REQUESTS_AT: usize = 0;
-pub(super) const DROP_RESPONSES_AT: usize = 1;
-pub(super) const DUPLICATE_REQUESTS_AT: usize = 2;
-pub(super) const CRASHES_AT: usize = 3;
-pub(super) const EARLY_TIMEOUTS_AT: usize = 4;
-pub(super) const PAUSES_AT: usize = 5;
-pub(super) const CALL_FAILURES_AT: usize = 6;
+// Indexes into `HandlerState::budgets`.
+pub(super) const DROP_REQUESTS_AT: usize = HandlerFault::DropRequests as usize;
+pub(super) const DROP_RESPONSES_AT: usize = HandlerFault::DropResponses as usize;
+pub(super) const DUPLICATE_REQUESTS_AT: usize = HandlerFault::DuplicateRequests as usize;
+pub(super) const CRASHES_AT: usize = HandlerFault::Crashes as usize;
+pub(super) const EARLY_TIMEOUTS_AT: usize = HandlerFault::EarlyTimeouts as usize;
+pub(super) const PAUSES_AT: usize = HandlerFault::Pauses as usize;
+pub(super) const CALL_FAILURES_AT: usize = HandlerFault::CallFailures as usize;

@@ -57,8 +57,8 @@ fn properties<M>() -> Vec<check::Property<M>>
 where
     M: check::Model<State = State, Obs = Events>,
 {
-    let mut properties: Vec<_> = Property::ALL.into_iter().map(check_property).collect();
-    properties.extend(Event::SCENARIOS.into_iter().map(|scenario| {
+    let mut properties: Vec<_> = Property::all().map(check_property).collect();
+    properties.extend(Event::scenarios().map(|scenario| {
         check::Property::sometimes_observed(scenario.scenario_name(), Events::of(&[scenario]))
     }));
     properties
@@ -152,12 +152,9 @@ impl<S: Server> check::Model for WorldOf<S> {
 
     /// Swarm testing: every fault budget drawn between zero and the model's.
     fn swarm(&self, rng: &mut ChaCha8Rng) -> Option<Self> {
-        let mut budgets = self.faults.as_array();
-        for budget in budgets.iter_mut() {
-            *budget = rng.random_range(0..=*budget);
-        }
+        let budgets = self.faults.as_array();
         Some(WorldOf {
-            faults: Faults::from_array(budgets),
+            faults: Faults::from_array(budgets.map(|budget| rng.random_range(0..=budget))),
             ..self.clone()
         })
     }

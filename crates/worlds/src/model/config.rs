@@ -63,23 +63,67 @@ pub struct Faults {
     pub producer_restarts: u8,
 }
 
-impl Faults {
-    pub const NAMES: [&'static str; 12] = [
-        "drop-requests",
-        "drop-responses",
-        "duplicate-requests",
-        "duplicate-responses",
-        "crashes",
-        "pauses",
-        "early-timeouts",
-        "handler-errors",
-        "key-expiries",
-        "republishes",
-        "window-expiries",
-        "producer-restarts",
-    ];
+/// A fault kind of the built-in worlds, by its model-file name (`drop-requests`): the variant's kebab case,
+/// derived here once. Its discriminant is its index in `Faults::as_array` and `State::budgets`; a test checks
+/// each name is the `[faults]` key that sets that index.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    strum::Display,
+    strum::EnumString,
+    strum::EnumIter,
+    strum::AsRefStr,
+    strum::IntoStaticStr,
+)]
+#[strum(serialize_all = "kebab-case")]
+pub enum Fault {
+    DropRequests,
+    DropResponses,
+    DuplicateRequests,
+    DuplicateResponses,
+    Crashes,
+    Pauses,
+    EarlyTimeouts,
+    HandlerErrors,
+    KeyExpiries,
+    Republishes,
+    WindowExpiries,
+    ProducerRestarts,
+}
 
-    pub fn as_array(&self) -> [u8; 12] {
+impl Fault {
+    /// Every kind, in index order.
+    pub fn all() -> impl Iterator<Item = Fault> {
+        <Fault as strum::IntoEnumIterator>::iter()
+    }
+
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// Its index in `Faults::as_array` and `State::budgets`.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl Faults {
+    /// Fault kinds: the length of `as_array`.
+    pub const KINDS: usize = 12;
+
+    /// The budget of `fault`.
+    pub fn get(&self, fault: Fault) -> u8 {
+        self.as_array()[fault.index()]
+    }
+
+    /// The budgets in `Fault` order.
+    pub fn as_array(&self) -> [u8; Faults::KINDS] {
         [
             self.drop_requests,
             self.drop_responses,
@@ -96,7 +140,7 @@ impl Faults {
         ]
     }
 
-    pub fn from_array(values: [u8; 12]) -> Faults {
+    pub fn from_array(values: [u8; Faults::KINDS]) -> Faults {
         Faults {
             drop_requests: values[0],
             drop_responses: values[1],
@@ -111,5 +155,31 @@ impl Faults {
             window_expiries: values[10],
             producer_restarts: values[11],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Fault, Faults};
+
+    /// Each fault's name is the `[faults]` key of its index: one budget set by name lands where `Fault` says.
+    #[test]
+    fn each_fault_name_is_its_model_file_key() {
+        for fault in Fault::all() {
+            let faults: Faults = toml::from_str(&format!("{fault} = 3")).unwrap();
+            let mut expected = [0; Faults::KINDS];
+            expected[fault.index()] = 3;
+            assert_eq!(faults.as_array(), expected, "{fault}");
+            assert_eq!(faults.get(fault), 3);
+            assert_eq!(fault.name().parse::<Fault>(), Ok(fault));
+        }
+        assert_eq!(Fault::all().count(), Faults::KINDS);
+    }
+
+    /// The twin: a key that is no fault's is refused.
+    #[test]
+    fn an_unknown_fault_is_refused() {
+        assert!(toml::from_str::<Faults>("crash = 1").is_err());
+        assert!("crash".parse::<Fault>().is_err());
     }
 }

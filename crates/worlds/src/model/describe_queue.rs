@@ -86,11 +86,12 @@ impl QueueWorld {
             Action::Timeout { client } => {
                 let was = &before.clients[client as usize];
                 let op = OpRef { client, op: was.op };
-                let slow = if after.budgets[EARLY_TIMEOUTS] < before.budgets[EARLY_TIMEOUTS] {
-                    " while the consumer is only slow"
-                } else {
-                    ""
-                };
+                let slow =
+                    if after.budgets.left(EARLY_TIMEOUTS) < before.budgets.left(EARLY_TIMEOUTS) {
+                        " while the consumer is only slow"
+                    } else {
+                        ""
+                    };
                 if events.has(Event::RetryAfterTimeout) {
                     format!(
                         "visibility timeout of {} delivery {} EXPIRES{slow} (no ack): the broker redelivers it as delivery {}",
@@ -320,23 +321,7 @@ impl QueueWorld {
         let key = self.inbox_key_name(request.key);
         let event = self.event_name(request.from);
         let queue = self.server.config;
-        let acked = || -> String {
-            let sent = after.network.keys().any(|message| {
-                matches!(message, Message::Response(response)
-                    if response.to == request.from && response.attempt == request.attempt
-                        && !before.network.contains_key(message))
-            });
-            if request.copy > 0 {
-                "acks (the copy is deleted)".to_string()
-            } else if sent {
-                format!("acks {}", self.delivery_name(&request))
-            } else {
-                format!(
-                    "acks {}, too late: the broker already redelivered it",
-                    self.delivery_name(&request)
-                )
-            }
-        };
+        let acked = || self.ack_text(transition, &request);
         let effect_number = Payment {
             op: job.request.from,
             execution: after.effects_of(job.request.from) as u8,
@@ -384,6 +369,27 @@ impl QueueWorld {
             ),
             JobStep::Respond { .. } => format!("{who} {}", acked()),
             JobStep::Insert => format!("{who} inserts"),
+        }
+    }
+
+    /// A consumer acks `request`'s delivery: a copy's ack deletes it; an ack after the broker redelivered
+    /// (no response of this attempt newly sent) is too late.
+    fn ack_text(&self, transition: &Transition, request: &Request) -> String {
+        let (before, _, after, _) = transition.parts();
+        let sent = after.network.keys().any(|message| {
+            matches!(message, Message::Response(response)
+                if response.to == request.from && response.attempt == request.attempt
+                    && !before.network.contains_key(message))
+        });
+        if request.copy > 0 {
+            "acks (the copy is deleted)".to_string()
+        } else if sent {
+            format!("acks {}", self.delivery_name(request))
+        } else {
+            format!(
+                "acks {}, too late: the broker already redelivered it",
+                self.delivery_name(request)
+            )
         }
     }
 }

@@ -2,8 +2,21 @@
 //! state, so that properties about events (a 422 for an unchanged body) need no history in the state.
 
 /// One observation. The first group are violations of safety properties; the second are scenarios that a model
-/// which holds must show it reached (no vacuous passes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// which holds must show it reached (no vacuous passes). A scenario's name in model files, reports and JSON
+/// is its variant's in kebab case (`crash-after-claim`), derived here once.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    strum::EnumIter,
+    strum::EnumString,
+    strum::IntoStaticStr,
+)]
+#[strum(serialize_all = "kebab-case")]
 #[repr(u8)]
 pub enum Event {
     /// An effect committed for an operation that already had one.
@@ -60,66 +73,41 @@ pub enum Event {
     /// Queue worlds: a consumer crashed after its effect committed and before it acked.
     CrashBeforeAck,
     /// Handler worlds with a request hook: a retry's request (key, body or headers) differs from the attempt
-    /// before it. Not in `SCENARIOS`: no model file can show it.
+    /// before it. Not in `scenarios`: no model file can show it.
     RequestChanged,
     /// Handler worlds with a reaction: a client retried after a 4xx other than 409 and 429. Not in
-    /// `SCENARIOS` either.
+    /// `scenarios` either.
     ClientErrorRetried,
     /// Handler worlds: a call was made and its answer lost (`handler::CallFault::answer_lost`). Not in
-    /// `SCENARIOS`: no model-file world has the fault, so no model file can ask for it.
+    /// `scenarios`: no model-file world has the fault, so no model file can ask for it.
     AnswerLost,
 }
 
 impl Event {
-    pub const SCENARIOS: [Event; 19] = [
-        Event::CrashAfterClaim,
-        Event::LostResponse,
-        Event::LostRequest,
-        Event::DuplicatedRequest,
-        Event::ParallelRetry,
-        Event::RetryAfterTimeout,
-        Event::Replay,
-        Event::Conflict,
-        Event::BodyMismatch,
-        Event::LeaseTakeover,
-        Event::SlowOwner,
-        Event::FencedCompletion,
-        Event::HandlerError,
-        Event::KeyExpired,
-        Event::ProviderRetried,
-        Event::Republished,
-        Event::ProducerDeduplicated,
-        Event::InboxConflict,
-        Event::CrashBeforeAck,
-    ];
+    /// The scenarios a model file can ask for (`reached = [...]`), in declaration order: every event but the
+    /// violations and the three only handler worlds can show.
+    pub fn scenarios() -> impl Iterator<Item = Event> {
+        <Event as strum::IntoEnumIterator>::iter().filter(|event| event.in_model_files())
+    }
+
+    fn in_model_files(self) -> bool {
+        !matches!(
+            self,
+            Event::DuplicateEffect
+                | Event::SuccessWithoutEffect
+                | Event::InconsistentReplay
+                | Event::CrossClientResponse
+                | Event::MismatchForSameBody
+                | Event::ConflictWithoutOwner
+                | Event::RequestChanged
+                | Event::ClientErrorRetried
+                | Event::AnswerLost
+        )
+    }
 
     /// The scenario's name in model files (`reached = [...]`).
     pub fn scenario_name(self) -> &'static str {
-        match self {
-            Event::CrashAfterClaim => "crash-after-claim",
-            Event::LostResponse => "lost-response",
-            Event::LostRequest => "lost-request",
-            Event::DuplicatedRequest => "duplicated-request",
-            Event::ParallelRetry => "parallel-retry",
-            Event::RetryAfterTimeout => "retry-after-timeout",
-            Event::Replay => "replay",
-            Event::Conflict => "conflict",
-            Event::BodyMismatch => "body-mismatch",
-            Event::LeaseTakeover => "lease-takeover",
-            Event::SlowOwner => "slow-owner",
-            Event::FencedCompletion => "fenced-completion",
-            Event::HandlerError => "handler-error",
-            Event::KeyExpired => "key-expired",
-            Event::ProviderRetried => "provider-retried",
-            Event::Republished => "republished",
-            Event::ProducerDeduplicated => "producer-deduplicated",
-            Event::InboxConflict => "inbox-conflict",
-            Event::CrashBeforeAck => "crash-before-ack",
-            Event::RequestChanged => "request-changed",
-            Event::ClientErrorRetried => "client-error-retried",
-            Event::AnswerLost => "answer-lost",
-            _ => "",
-        }
+        self.into()
     }
 
     /// Whether a world of this kind (a queue world, or an HTTP one) can witness this scenario at all: the queue
@@ -140,9 +128,9 @@ impl Event {
     }
 
     pub fn scenario_by_name(name: &str) -> Option<Event> {
-        Event::SCENARIOS
-            .into_iter()
-            .find(|event| event.scenario_name() == name)
+        name.parse()
+            .ok()
+            .filter(|event: &Event| event.in_model_files())
     }
 
     const fn bit(self) -> u32 {

@@ -60,7 +60,7 @@ use crate::protocol::status;
 impl<S: Server> WorldOf<S> {
     /// Whether `action` (enabled in `state`) is independent of every action that can happen before it.
     pub fn independent_of_rest(&self, state: &State, action: &Action) -> bool {
-        if state.budgets[super::queue::REPUBLISHES] > 0 {
+        if state.budgets.has(super::queue::REPUBLISHES) {
             return false;
         }
         match *action {
@@ -69,12 +69,12 @@ impl<S: Server> WorldOf<S> {
             Action::DeliverResponse { response } => {
                 let spent = [DROP_RESPONSES, DUPLICATE_RESPONSES, EARLY_TIMEOUTS]
                     .iter()
-                    .all(|budget| state.budgets[*budget] == 0);
+                    .all(|budget| !state.budgets.has(*budget));
                 spent && only_answer(state, response.to, response.attempt)
             }
             Action::Step { proc } => {
-                state.budgets[CRASHES] == 0
-                    && state.budgets[HANDLER_ERRORS] == 0
+                !state.budgets.has(CRASHES)
+                    && !state.budgets.has(HANDLER_ERRORS)
                     && matches!(state.procs[proc as usize], Proc::Busy(job) if job.step == JobStep::Effect)
             }
             _ => false,
@@ -85,7 +85,7 @@ impl<S: Server> WorldOf<S> {
     /// applies; nothing otherwise.
     pub fn persistent_set(&self, state: &State, actions: &[Action], out: &mut Vec<usize>) {
         if !S::SERVER_STAYS_INSIDE
-            || state.budgets[super::queue::REPUBLISHES] > 0
+            || state.budgets.has(super::queue::REPUBLISHES)
             || state.procs.contains(&Proc::Idle)
             || (self.server.lease().is_some() && waits_out_conflict(state))
             || !current_attempts_held_safely(state)
@@ -147,7 +147,7 @@ fn current_attempts_held_safely(state: &State) -> bool {
         let answered = state.network.keys().any(
             |message| matches!(message, Message::Response(response) if response.to.client == client_id),
         );
-        !held || (state.budgets[EARLY_TIMEOUTS] == 0 && !answered)
+        !held || (!state.budgets.has(EARLY_TIMEOUTS) && !answered)
     })
 }
 

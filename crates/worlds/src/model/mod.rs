@@ -9,6 +9,7 @@
 //! assumption: a client told 409 by a server that has a lease waits out the lease (Retry-After) before retrying.
 
 mod action;
+mod budget;
 mod builder;
 mod checked;
 mod config;
@@ -34,9 +35,10 @@ pub use crate::protocol::{
     DedupKey, Inbox, KeyScope, KeyStore, OnError, Producer, ProducerDedup, Provider, QueueConfig,
 };
 pub use action::Action;
+pub use budget::Budgets;
 pub use builder::{WorldBuilder, WorldError};
 pub use checked::check_property;
-pub use config::{Body, ClientsConfig, Faults, Operation};
+pub use config::{Body, ClientsConfig, Fault, Faults, Operation};
 pub use described::{DescribedStep, Party, StepKind};
 pub use events::{Event, Events};
 pub use properties::{Property, PropertyKind};

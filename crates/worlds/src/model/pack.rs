@@ -232,7 +232,7 @@ pub(crate) fn pack(state: &State, out: &mut Vec<u8>) {
         out.op(*owner);
         out.payment(*payload);
     }
-    out.put(state.budgets);
+    out.put(state.budgets.to_array());
 }
 
 /// Reads back what `pack` wrote. The bytes come from `pack` only, so a short or malformed input is a bug and
@@ -430,7 +430,7 @@ fn unpack(bytes: &[u8]) -> State {
         procs: SmallVec::new(),
         store: Store::default(),
         first_success: super::sorted_map::SortedMap::new(),
-        budgets: [0; 12],
+        budgets: super::budget::Budgets::new([0; 12]),
     };
     unpack_into(bytes, &mut state);
     state
@@ -472,7 +472,7 @@ pub(crate) fn unpack_into(bytes: &[u8], state: &mut State) {
         let payload = reader.payment();
         state.first_success.push_last(op, payload);
     }
-    state.budgets = reader.take();
+    state.budgets = super::budget::Budgets::new(reader.take());
     debug_assert_eq!(reader.at, bytes.len(), "unpack read every byte");
 }
 

@@ -13,7 +13,24 @@ pub enum PropertyKind {
     Eventually,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// A property of the built-in world. Its name in model files, traces, reports and JSON is the variant's in
+/// kebab case (`no-duplicate-effect`), derived here once: `Display`, `FromStr` and `name` all use it.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    strum::Display,
+    strum::EnumString,
+    strum::EnumIter,
+    strum::AsRefStr,
+    strum::IntoStaticStr,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Property {
     NoDuplicateEffect,
     NoLostEffect,
@@ -25,32 +42,25 @@ pub enum Property {
 }
 
 impl Property {
-    pub const ALL: [Property; 7] = [
-        Property::NoDuplicateEffect,
-        Property::NoLostEffect,
-        Property::ConsistentReplay,
-        Property::NoCrossClientResponse,
-        Property::ConflictCodes,
-        Property::NoStuckKey,
-        Property::EventuallyResolves,
-    ];
+    /// Every property, in declaration order (the order of reports and tables).
+    pub fn all() -> impl Iterator<Item = Property> {
+        <Property as strum::IntoEnumIterator>::iter()
+    }
 
     pub fn name(self) -> &'static str {
-        match self {
-            Property::NoDuplicateEffect => "no-duplicate-effect",
-            Property::NoLostEffect => "no-lost-effect",
-            Property::ConsistentReplay => "consistent-replay",
-            Property::NoCrossClientResponse => "no-cross-client-response",
-            Property::ConflictCodes => "conflict-codes",
-            Property::NoStuckKey => "no-stuck-key",
-            Property::EventuallyResolves => "eventually-resolves",
-        }
+        self.into()
     }
 
     pub fn by_name(name: &str) -> Option<Property> {
-        Property::ALL
-            .into_iter()
-            .find(|property| property.name() == name)
+        name.parse().ok()
+    }
+
+    /// Every property's name, comma-separated (what an unknown name is told it could have been).
+    pub fn names() -> String {
+        Property::all()
+            .map(Property::name)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     pub fn kind(self) -> PropertyKind {
@@ -95,11 +105,9 @@ impl Property {
 
     /// Events that violate some safety property: a transition without any needs no further look.
     pub fn any_violating_events() -> Events {
-        Property::ALL
-            .into_iter()
-            .fold(Events::default(), |all, property| {
-                all.union(property.violating_events())
-            })
+        Property::all().fold(Events::default(), |all, property| {
+            all.union(property.violating_events())
+        })
     }
 
     /// Whether a quiescent state violates this (liveness) property.

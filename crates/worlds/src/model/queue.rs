@@ -4,6 +4,7 @@
 //! effect's transaction. The rules themselves are `protocol::queue`'s, shared with the dedup-window experiment.
 
 use super::action::Action;
+use super::config::Fault;
 use super::described::DescribedStep;
 use super::events::{Event, Events};
 use super::state::*;
@@ -11,10 +12,10 @@ use super::world::{Queue, QueueWorld, Server, Transition};
 use crate::protocol::queue::{self, OnDelivery};
 use crate::protocol::{status, KeyScope, Lease, Producer, QueueConfig};
 
-// Indexes into `State::budgets` (`Faults::NAMES` order) of the queue's own faults.
-pub(super) const REPUBLISHES: usize = 9;
-pub(super) const WINDOW_EXPIRIES: usize = 10;
-pub(super) const PRODUCER_RESTARTS: usize = 11;
+// Indexes into `State::budgets` of the queue's own faults.
+pub(super) const REPUBLISHES: usize = Fault::Republishes.index();
+pub(super) const WINDOW_EXPIRIES: usize = Fault::WindowExpiries.index();
+pub(super) const PRODUCER_RESTARTS: usize = Fault::ProducerRestarts.index();
 
 impl Server for Queue {
     fn key_for(world: &QueueWorld, client: u8, op: u8, attempt: u8) -> Key {
@@ -77,10 +78,10 @@ impl Server for Queue {
 
     /// The enabled republishes, after the shared faults.
     fn extra_actions(world: &QueueWorld, state: &State, out: &mut Vec<Action>) {
-        if state.budgets[REPUBLISHES] == 0 {
+        if !state.budgets.has(REPUBLISHES) {
             return;
         }
-        let late_ok = state.budgets[WINDOW_EXPIRIES] > 0;
+        let late_ok = state.budgets.has(WINDOW_EXPIRIES);
         let mut variants: Vec<(bool, bool)> = Vec::with_capacity(3);
         match world.server.config.producer {
             // A relay republishes only after it crashed, so always from a new session.
@@ -95,7 +96,7 @@ impl Server for Queue {
                 if late_ok {
                     variants.push((true, false));
                 }
-                if state.budgets[PRODUCER_RESTARTS] > 0 {
+                if state.budgets.has(PRODUCER_RESTARTS) {
                     variants.push((false, true));
                 }
             }
@@ -167,12 +168,12 @@ impl QueueWorld {
         restarted: bool,
         events: &mut Events,
     ) {
-        state.budgets[REPUBLISHES] -= 1;
+        state.budgets.spend(REPUBLISHES);
         if late {
-            state.budgets[WINDOW_EXPIRIES] -= 1;
+            state.budgets.spend(WINDOW_EXPIRIES);
         }
         if restarted && self.config().producer == Producer::Client {
-            state.budgets[PRODUCER_RESTARTS] -= 1;
+            state.budgets.spend(PRODUCER_RESTARTS);
         }
         let Some(op) = republish_target(state, client) else {
             return;

@@ -1,5 +1,7 @@
 //! One state of the world. Ordered collections only, so hashing and iteration are deterministic.
 
+use super::budget::Budgets;
+use super::config::Faults;
 use super::sorted_map::{copy_items, SortedMap};
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;
@@ -215,8 +217,8 @@ pub struct State {
     pub store: Store,
     /// Ghost ledger of responses: the first success payload sent for each operation.
     pub first_success: SortedMap<OpRef, Option<Payment>, 4>,
-    /// Remaining fault budgets, in `Faults::NAMES` order.
-    pub budgets: [u8; 12],
+    /// Remaining fault budgets, indexed by `Fault`.
+    pub budgets: Budgets<{ Faults::KINDS }>,
 }
 
 // Clones below copy the inline vectors with `from_slice` (a memcpy for `Copy` items) instead of the derived

@@ -3,6 +3,8 @@
 //! and the ghost ledger. What a process does at its other handler steps is its server role's (`Server`).
 
 use super::action::Action;
+use super::budget::Budgets;
+use super::config::Fault;
 use super::events::{Event, Events};
 use super::sorted_map::SortedMap;
 use super::state::*;
@@ -10,17 +12,16 @@ use super::world::{Server, WorldOf};
 use crate::protocol::{status, Provider};
 use smallvec::smallvec;
 
-// Indexes into `State::budgets` (`Faults::NAMES` order).
-const DROP_REQUESTS: usize = 0;
-pub(super) const DROP_RESPONSES: usize = 1;
-const DUPLICATE_REQUESTS: usize = 2;
-pub(super) const DUPLICATE_RESPONSES: usize = 3;
-pub(super) const CRASHES: usize = 4;
-const PAUSES: usize = 5;
-pub(super) const EARLY_TIMEOUTS: usize = 6;
-pub(super) const HANDLER_ERRORS: usize = 7;
-const KEY_EXPIRIES: usize = 8;
-// 9, 10, 11: the queue world's own (`queue.rs`).
+// Indexes into `State::budgets`. The queue world's own are in `queue.rs`.
+const DROP_REQUESTS: usize = Fault::DropRequests.index();
+pub(super) const DROP_RESPONSES: usize = Fault::DropResponses.index();
+const DUPLICATE_REQUESTS: usize = Fault::DuplicateRequests.index();
+pub(super) const DUPLICATE_RESPONSES: usize = Fault::DuplicateResponses.index();
+pub(super) const CRASHES: usize = Fault::Crashes.index();
+const PAUSES: usize = Fault::Pauses.index();
+pub(super) const EARLY_TIMEOUTS: usize = Fault::EarlyTimeouts.index();
+pub(super) const HANDLER_ERRORS: usize = Fault::HandlerErrors.index();
+const KEY_EXPIRIES: usize = Fault::KeyExpiries.index();
 
 impl<S: Server> WorldOf<S> {
     pub fn init_state(&self) -> State {
@@ -42,7 +43,7 @@ impl<S: Server> WorldOf<S> {
             procs: smallvec![Proc::Idle; self.processes as usize],
             store: Store::default(),
             first_success: SortedMap::new(),
-            budgets: self.faults.as_array(),
+            budgets: Budgets::new(self.faults.as_array()),
         }
     }
 
@@ -103,21 +104,21 @@ impl<S: Server> WorldOf<S> {
                 Message::Request(_) => (DROP_REQUESTS, DUPLICATE_REQUESTS),
                 Message::Response(_) => (DROP_RESPONSES, DUPLICATE_RESPONSES),
             };
-            if state.budgets[drop_budget] > 0 {
+            if state.budgets.has(drop_budget) {
                 out.push(Action::Drop { message: *message });
             }
-            if state.budgets[duplicate_budget] > 0 {
+            if state.budgets.has(duplicate_budget) {
                 out.push(Action::Duplicate { message: *message });
             }
         }
-        if state.budgets[CRASHES] > 0 {
+        if state.budgets.has(CRASHES) {
             for (index, proc) in state.procs.iter().enumerate() {
                 if matches!(proc, Proc::Busy(_)) {
                     out.push(Action::Crash { proc: index as u8 });
                 }
             }
         }
-        if state.budgets[HANDLER_ERRORS] > 0 {
+        if state.budgets.has(HANDLER_ERRORS) {
             for (index, proc) in state.procs.iter().enumerate() {
                 if let Proc::Busy(job) = proc {
                     if matches!(
@@ -129,7 +130,7 @@ impl<S: Server> WorldOf<S> {
                 }
             }
         }
-        if state.budgets[KEY_EXPIRIES] > 0 {
+        if state.budgets.has(KEY_EXPIRIES) {
             for (key, record) in &state.store.records {
                 if matches!(record.status, RecordStatus::Completed { .. }) {
                     out.push(Action::ExpireKey { key: *key });
@@ -144,7 +145,7 @@ impl<S: Server> WorldOf<S> {
                     lease_expired: false,
                 } = record.status
                 {
-                    if !state.owner_alive(*key, token) || state.budgets[PAUSES] > 0 {
+                    if !state.owner_alive(*key, token) || state.budgets.has(PAUSES) {
                         out.push(Action::ExpireLease { key: *key });
                     }
                 }
@@ -199,7 +200,7 @@ impl<S: Server> WorldOf<S> {
     }
 
     fn may_time_out(&self, state: &State, client: u8) -> bool {
-        !attempt_alive(state, client) || state.budgets[EARLY_TIMEOUTS] > 0
+        !attempt_alive(state, client) || state.budgets.has(EARLY_TIMEOUTS)
     }
 
     /// The state after `action`, and what happened. `action` must be enabled in `state`.
@@ -217,7 +218,7 @@ impl<S: Server> WorldOf<S> {
             Action::Send { client } => self.send(next, client),
             Action::Timeout { client } => {
                 if attempt_alive(next, client) {
-                    next.budgets[EARLY_TIMEOUTS] -= 1;
+                    next.budgets.spend(EARLY_TIMEOUTS);
                 }
                 let charged = next.clients[client as usize].charged;
                 if charged < self.clients.max_attempts {
@@ -238,7 +239,7 @@ impl<S: Server> WorldOf<S> {
             Action::Drop { message } => drop_message(next, message, &mut events),
             Action::Duplicate { message } => duplicate_message(next, message, &mut events),
             Action::Crash { proc } => {
-                next.budgets[CRASHES] -= 1;
+                next.budgets.spend(CRASHES);
                 if let Proc::Busy(job) = next.procs[proc as usize] {
                     if job.token.is_some() && !matches!(job.step, JobStep::Respond { .. }) {
                         events.add(Event::CrashAfterClaim);
@@ -249,12 +250,12 @@ impl<S: Server> WorldOf<S> {
             }
             Action::Republish { .. } => S::apply_extra(self, next, action, &mut events),
             Action::Fail { proc } => {
-                next.budgets[HANDLER_ERRORS] -= 1;
+                next.budgets.spend(HANDLER_ERRORS);
                 events.add(Event::HandlerError);
                 S::handler_error(self, next, proc);
             }
             Action::ExpireKey { key } => {
-                next.budgets[KEY_EXPIRIES] -= 1;
+                next.budgets.spend(KEY_EXPIRIES);
                 events.add(Event::KeyExpired);
                 next.store.records.remove(&key);
             }
@@ -514,11 +515,11 @@ fn drop_message(state: &mut State, message: Message, events: &mut Events) {
     take_message(&mut state.network, &message);
     match message {
         Message::Request(_) => {
-            state.budgets[DROP_REQUESTS] -= 1;
+            state.budgets.spend(DROP_REQUESTS);
             events.add(Event::LostRequest);
         }
         Message::Response(_) => {
-            state.budgets[DROP_RESPONSES] -= 1;
+            state.budgets.spend(DROP_RESPONSES);
             events.add(Event::LostResponse);
         }
     }
@@ -528,10 +529,10 @@ fn duplicate_message(state: &mut State, message: Message, events: &mut Events) {
     *state.network.get_or_insert(message, 0) += 1;
     match message {
         Message::Request(_) => {
-            state.budgets[DUPLICATE_REQUESTS] -= 1;
+            state.budgets.spend(DUPLICATE_REQUESTS);
             events.add(Event::DuplicatedRequest);
         }
-        Message::Response(_) => state.budgets[DUPLICATE_RESPONSES] -= 1,
+        Message::Response(_) => state.budgets.spend(DUPLICATE_RESPONSES),
     }
 }
 
@@ -542,7 +543,7 @@ fn expire_lease(state: &mut State, key: Key, events: &mut Events) {
         _ => false,
     };
     if alive {
-        state.budgets[PAUSES] -= 1;
+        state.budgets.spend(PAUSES);
         events.add(Event::SlowOwner);
     }
     if let Some(record) = state.store.records.get_mut(&key) {

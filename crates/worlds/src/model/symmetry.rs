@@ -251,18 +251,59 @@ fn permute<T>(items: &mut [T], map: &[u8]) {
 ///
 /// Arrays of `CLIENTS_MAX`, not vectors: this runs on every transition of a symmetric search.
 fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
-    const KINDS: usize = 7;
-    let (messages, jobs, records, payments, charges, firsts, versions) = (0, 1, 2, 3, 4, 5, 6);
-    let clients = state.clients.len();
-    let mut sums = [[0u64; KINDS]; CLIENTS_MAX];
-    let mut add = |client: u8, kind: usize, item: u64| {
-        if let Some(sum) = sums[..clients].get_mut(client as usize) {
+    let mut sums = Sums {
+        clients: state.clients.len(),
+        sums: [[0u64; KINDS]; CLIENTS_MAX],
+    };
+    add_moving(&mut sums, scope, state);
+    add_records(&mut sums, scope, state);
+    add_ledgers(&mut sums, state);
+    let mut signatures = [0; CLIENTS_MAX];
+    for (index, ((signature, client), sum)) in signatures
+        .iter_mut()
+        .zip(&state.clients)
+        .zip(&sums.sums)
+        .enumerate()
+    {
+        let mut mixed = Mixer::default();
+        client_words(index as u8, client, &mut mixed);
+        sum.iter().for_each(|kind| mixed.mix(*kind));
+        *signature = mixed.finish();
+    }
+    signatures
+}
+
+/// The kinds of items a client's signature sums separately (each sum is one word of the signature).
+const KINDS: usize = 7;
+const MESSAGES: usize = 0;
+const JOBS: usize = 1;
+const RECORDS: usize = 2;
+const PAYMENTS: usize = 3;
+const CHARGES: usize = 4;
+const FIRSTS: usize = 5;
+const VERSIONS: usize = 6;
+
+/// Per client, per kind: the wrapping sum of the item hashes that name the client.
+struct Sums {
+    clients: usize,
+    sums: [[u64; KINDS]; CLIENTS_MAX],
+}
+
+impl Sums {
+    #[inline(always)]
+    fn add(&mut self, client: u8, kind: usize, item: u64) {
+        if let Some(sum) = self.sums[..self.clients].get_mut(client as usize) {
             sum[kind] = sum[kind].wrapping_add(item);
         }
-    };
+    }
+}
+
+/// Messages in flight and the jobs of busy processes.
+#[inline(always)]
+fn add_moving(sums: &mut Sums, scope: KeyScope, state: &State) {
     for (message, count) in &state.network {
         let (client, word) = erased_message(scope, message, *count);
-        add(client, messages, item_hash(&[word]));
+        sums.add(client, MESSAGES, item_hash(&[word]));
     }
     for proc in &state.procs {
         if let Proc::Busy(job) = proc {
@@ -272,13 +313,18 @@ fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
                 request[0], request[1], request[2], request[3], request[4], request[5], token_tag,
                 token,
             ]);
-            add(
+            sums.add(
                 job.request.from.client,
-                jobs,
+                JOBS,
                 item_hash(&[head, word(step_bytes(job.request.from.client, job.step))]),
             );
         }
     }
+}
+
+/// The store's records, and a per-client key's versions.
+#[inline(always)]
+fn add_records(sums: &mut Sums, scope: KeyScope, state: &State) {
     for (key, record) in &state.store.records {
         let status = match record.status {
             RecordStatus::InProgress {
@@ -302,51 +348,43 @@ fn client_signatures(scope: KeyScope, state: &State) -> [u64; CLIENTS_MAX] {
             0,
         ]);
         let item = item_hash(&[head, word(status)]);
-        add(record.op.client, records, item);
+        sums.add(record.op.client, RECORDS, item);
         // A per-client key names its client too.
         if scope == KeyScope::PerClient && key.scope != record.op.client {
-            add(key.scope, records, item);
+            sums.add(key.scope, RECORDS, item);
         }
     }
     // A per-client key's version names its client; a global key's names none (every relabelling keeps it).
     if scope == KeyScope::PerClient {
         for (key, version) in &state.store.versions {
             let item = word([key.value, *version, 0, 0, 0, 0, 0, 0]);
-            add(key.scope, versions, item_hash(&[item]));
+            sums.add(key.scope, VERSIONS, item_hash(&[item]));
         }
     }
+}
+
+/// The ledgers: payments, provider charges (in sequence) and first successes.
+#[inline(always)]
+fn add_ledgers(sums: &mut Sums, state: &State) {
     for (op, executions) in &state.store.payments {
-        add(
+        sums.add(
             op.client,
-            payments,
+            PAYMENTS,
             item_hash(&[word([op.op, *executions, 0, 0, 0, 0, 0, 0])]),
         );
     }
     for (index, (op, key)) in state.store.provider_charges.iter().enumerate() {
         let item = word([index as u8, op.op, key.value, 0, 0, 0, 0, 0]);
-        add(op.client, charges, item_hash(&[item]));
+        sums.add(op.client, CHARGES, item_hash(&[item]));
     }
     for (op, payload) in &state.first_success {
         let [tag, paid_op, execution] = payment_bytes(op.client, *payload);
-        add(
+        sums.add(
             op.client,
-            firsts,
+            FIRSTS,
             item_hash(&[word([op.op, tag, paid_op, execution, 0, 0, 0, 0])]),
         );
     }
-    let mut signatures = [0; CLIENTS_MAX];
-    for (index, ((signature, client), sum)) in signatures
-        .iter_mut()
-        .zip(&state.clients)
-        .zip(&sums)
-        .enumerate()
-    {
-        let mut mixed = Mixer::default();
-        client_words(index as u8, client, &mut mixed);
-        sum.iter().for_each(|kind| mixed.mix(*kind));
-        *signature = mixed.finish();
-    }
-    signatures
 }
 
 /// Eight bytes as one word. Every item below is a fixed layout per kind (its tags fix what follows), so the

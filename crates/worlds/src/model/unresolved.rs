@@ -4,7 +4,7 @@
 //! messages touched. The rest of the path is other clients' traffic, which a reader can skip.
 
 use super::action::Action;
-use super::config::Faults;
+use super::config::{Fault, Faults};
 use super::properties::Property;
 use super::state::{ClientPhase, Key, Message, OpRef, Outcome, Proc, RecordStatus, Request, State};
 use super::world::World;
@@ -293,11 +293,8 @@ impl World {
 
 /// The fault budgets the model allows that `state` has none left of, by their model-file names.
 fn exhausted_faults(faults: Faults, state: &State) -> Vec<String> {
-    let totals = faults.as_array();
-    Faults::NAMES
-        .iter()
-        .enumerate()
-        .filter(|(index, _)| totals[*index] > 0 && state.budgets[*index] == 0)
-        .map(|(index, name)| format!("{name} ({} of {})", totals[index], totals[index]))
+    Fault::all()
+        .filter(|fault| faults.get(*fault) > 0 && !state.budgets.has(fault.index()))
+        .map(|fault| format!("{fault} ({total} of {total})", total = faults.get(fault)))
         .collect()
 }

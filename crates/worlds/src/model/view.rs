@@ -4,7 +4,7 @@
 //! budgets left. Labels name things that live on (a key, a payment, a process), so the explorer can highlight
 //! what a step changed; every panel is listed in the state's own (sorted) order.
 
-use super::config::Faults;
+use super::config::Fault;
 use super::state::*;
 use super::world::{HttpWorld, QueueWorld, WorldOf};
 use crate::check::{Row, StateView};
@@ -267,16 +267,11 @@ where
 
     /// Only the faults the model allows at all, so the rows are the same at every step.
     fn budget_rows(&self, state: &State) -> Vec<Row> {
-        let totals = self.faults.as_array();
-        Faults::NAMES
-            .iter()
-            .enumerate()
-            .filter(|(index, _)| totals[*index] > 0)
-            .map(|(index, name)| {
-                Row::new(
-                    *name,
-                    format!("{} of {} left", state.budgets[index], totals[index]),
-                )
+        Fault::all()
+            .filter(|fault| self.faults.get(*fault) > 0)
+            .map(|fault| {
+                let (left, total) = (state.budgets.left(fault.index()), self.faults.get(fault));
+                Row::new(fault.name(), format!("{left} of {total} left"))
             })
             .collect()
     }

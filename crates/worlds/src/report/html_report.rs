@@ -142,8 +142,7 @@ fn violations_cell(entry: &Entry, linked: &[Linked]) -> String {
 /// `incomplete` by a search cut short are listed apart.
 fn holds_cell(entry: &Entry) -> String {
     let with = |verdict: Verdict| -> Vec<String> {
-        Property::ALL
-            .into_iter()
+        Property::all()
             .filter(|property| entry.report.verdict(property.name()) == verdict)
             .map(|property| match entry.model.expected.get(&property) {
                 Some(Verdict::Violated) => format!(

@@ -131,6 +131,15 @@ fn scenarios(out: &mut String, entries: &[Entry]) {
 /// The whole Markdown file. `command` is how it was made (printed at the top); `drawn[i]` belongs to `entries[i]`.
 pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String {
     let mut out = String::new();
+    intro(&mut out, entries, command);
+    matrix(&mut out, entries);
+    scenarios(&mut out, entries);
+    counterexamples(&mut out, entries, drawn);
+    out
+}
+
+/// The title, how the file was made, how many models matched, how to read a cell, and the properties.
+fn intro(out: &mut String, entries: &[Entry], command: &str) {
     out.push_str("# Verdict matrix\n\n");
     let _ = writeln!(
         out,
@@ -163,7 +172,7 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
          The last column is wall-clock time on the machine that generated the file, the only part that varies.\n\n",
     );
     out.push_str("Properties:\n\n");
-    for property in Property::ALL {
+    for property in Property::all() {
         let _ = writeln!(
             out,
             "- `{}`: {}",
@@ -172,14 +181,17 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
         );
     }
     out.push('\n');
+}
 
+/// The verdict matrix: a row per model, a column per property.
+fn matrix(out: &mut String, entries: &[Entry]) {
     out.push_str("| model | what it models |");
-    for property in Property::ALL {
+    for property in Property::all() {
         let _ = write!(out, " {} |", property.name());
     }
     let _ = writeln!(out, " states | depth | as declared | {TIME_HEADER} |");
     out.push_str("|---|---|");
-    for _ in Property::ALL {
+    for _ in Property::all() {
         out.push_str("---|");
     }
     out.push_str("---:|---:|---|---:|\n");
@@ -190,7 +202,7 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
             entry.shown,
             cell(&entry.model.description)
         );
-        for property in Property::ALL {
+        for property in Property::all() {
             let _ = write!(out, " {} |", verdict_cell(entry, property));
         }
         let _ = writeln!(
@@ -202,9 +214,10 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
             entry.elapsed_ms as f64 / 1000.0
         );
     }
+}
 
-    scenarios(&mut out, entries);
-
+/// Each violation's shortest counterexample, by model: a Mermaid diagram and a link to its SVG.
+fn counterexamples(out: &mut String, entries: &[Entry], drawn: &[Vec<Drawn>]) {
     if drawn.iter().any(|violations| !violations.is_empty()) {
         out.push_str("\n## Counterexamples\n\n");
         out.push_str(
@@ -244,5 +257,4 @@ pub fn render(entries: &[Entry], drawn: &[Vec<Drawn>], command: &str) -> String 
             );
         }
     }
-    out
 }

@@ -69,9 +69,7 @@ pub fn listed(names: &[String]) -> String {
 pub fn evidence(model: &Model, report: &Report<World>) -> Evidence {
     let queue = matches!(model.world, World::Queue(_));
     let witnessed = |event: Event| report.reached(event.scenario_name());
-    let of_world = Event::SCENARIOS
-        .into_iter()
-        .filter(|event| event.in_world(queue));
+    let of_world = Event::scenarios().filter(|event| event.in_world(queue));
     let (reached, not_reached): (Vec<Event>, Vec<Event>) = of_world.partition(|e| witnessed(*e));
     let dangerous: Vec<Event> = if model.reached.is_empty() {
         fault_scenarios(model.world.faults(), queue)
@@ -134,8 +132,7 @@ fn fault_scenarios(faults: Faults, queue: bool) -> Vec<Event> {
         }
         _ => false,
     };
-    Event::SCENARIOS
-        .into_iter()
+    Event::scenarios()
         .filter(|event| event.in_world(queue) && caused_by(*event))
         .collect()
 }

@@ -402,10 +402,8 @@ fn expectations(
     raw_expect: &raw::RawExpect,
 ) -> Result<(BTreeMap<Property, Verdict>, Vec<Event>), SpecError> {
     let mut expected = BTreeMap::new();
-    for (name, verdict) in raw_expect.verdicts() {
+    for (property, verdict) in raw_expect.verdicts() {
         if let Some(verdict) = verdict {
-            let property =
-                Property::by_name(name).expect("raw expect fields are the property names");
             expected.insert(property, *verdict);
         }
     }
@@ -417,17 +415,14 @@ fn expectations(
             "expect",
             &format!(
                 "declare at least one property as \"holds\" or \"violated\" (one of: {})",
-                Property::ALL.map(Property::name).join(", ")
+                Property::names()
             ),
         ));
     }
     let mut reached = Vec::new();
     for name in &raw_expect.reached {
         let event = Event::scenario_by_name(name.get_ref()).ok_or_else(|| {
-            let known: Vec<&str> = Event::SCENARIOS
-                .iter()
-                .map(|event| event.scenario_name())
-                .collect();
+            let known: Vec<&str> = Event::scenarios().map(Event::scenario_name).collect();
             SpecError::at(
                 file,
                 text,

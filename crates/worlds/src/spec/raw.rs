@@ -3,7 +3,8 @@
 
 use crate::check::Verdict;
 use crate::model::{
-    DedupKey, Faults, Inbox, KeyScope, KeyStore, OnError, Producer, ProducerDedup, Provider,
+    DedupKey, Faults, Inbox, KeyScope, KeyStore, OnError, Producer, ProducerDedup, Property,
+    Provider,
 };
 use crate::protocol::{Claim, FingerprintPolicy, KeyPolicy};
 use serde::Deserialize;
@@ -214,16 +215,20 @@ pub struct RawExpect {
 }
 
 impl RawExpect {
-    /// (property name, declared verdict) in `Property::ALL` order.
-    pub fn verdicts(&self) -> [(&'static str, &Option<Verdict>); 7] {
+    /// Each property's declared verdict, in `Property::all` order. The fields are named as the properties (serde's
+    /// kebab case of the field is the property's name: a test in `spec` checks each).
+    pub fn verdicts(&self) -> [(Property, &Option<Verdict>); 7] {
         [
-            ("no-duplicate-effect", &self.no_duplicate_effect),
-            ("no-lost-effect", &self.no_lost_effect),
-            ("consistent-replay", &self.consistent_replay),
-            ("no-cross-client-response", &self.no_cross_client_response),
-            ("conflict-codes", &self.conflict_codes),
-            ("no-stuck-key", &self.no_stuck_key),
-            ("eventually-resolves", &self.eventually_resolves),
+            (Property::NoDuplicateEffect, &self.no_duplicate_effect),
+            (Property::NoLostEffect, &self.no_lost_effect),
+            (Property::ConsistentReplay, &self.consistent_replay),
+            (
+                Property::NoCrossClientResponse,
+                &self.no_cross_client_response,
+            ),
+            (Property::ConflictCodes, &self.conflict_codes),
+            (Property::NoStuckKey, &self.no_stuck_key),
+            (Property::EventuallyResolves, &self.eventually_resolves),
         ]
     }
 }
@@ -251,4 +256,34 @@ fn default_max_states() -> u64 {
 }
 fn default_max_depth() -> u32 {
     400
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `[expect]`'s fields are spelt as the properties: each property's name sets its own verdict and no other.
+    #[test]
+    fn each_expect_field_is_the_property_of_that_name() {
+        for property in Property::all() {
+            let raw: RawExpect = toml::from_str(&format!("{property} = \"violated\"")).unwrap();
+            let set: Vec<Property> = raw
+                .verdicts()
+                .into_iter()
+                .filter(|(_, verdict)| **verdict == Some(Verdict::Violated))
+                .map(|(named, _)| named)
+                .collect();
+            assert_eq!(set, [property]);
+        }
+    }
+
+    /// The twin: a name that is no property's is refused, naming the valid ones.
+    #[test]
+    fn a_misspelt_property_is_refused() {
+        let error = toml::from_str::<RawExpect>("no-duplicate-effects = \"holds\"")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(error.contains("no-duplicate-effect"), "{error}");
+    }
 }

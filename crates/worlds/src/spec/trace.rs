@@ -87,7 +87,7 @@ pub fn replay(file: &str, text: &str, trace: &WorldTrace) -> Result<ReplayOutcom
             &format!(
                 "unknown property '{}', expected one of: {}",
                 trace.property,
-                Property::ALL.map(Property::name).join(", ")
+                Property::names()
             ),
         )
     })?;
