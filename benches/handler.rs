@@ -72,7 +72,7 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".to_string())
 }
 
-fn compare(name: &str, model: &retrylab::spec::Model, max_states: u64) {
+fn compare(name: &str, model: &retrylab::spec::ModelFile, max_states: u64) {
     let handler_world = knob_twin(Article, model);
     let (built_states, built_s) = measure(&model.world, max_states);
     let (handler_states, handler_s) = measure(&handler_world, max_states);

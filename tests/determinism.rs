@@ -11,7 +11,7 @@ fn pool(threads: usize) -> rayon::ThreadPool {
         .unwrap()
 }
 
-fn model(name: &str) -> retrylab::spec::Model {
+fn model(name: &str) -> retrylab::spec::ModelFile {
     load_model(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("models")

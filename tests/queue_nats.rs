@@ -20,7 +20,7 @@ use retrylab::queue_real::relay::{self, Failpoint};
 use retrylab::queue_real::window::{self, RealConfig};
 use retrylab::servers::nats::TempNats;
 use retrylab::servers::postgres::TempPostgres;
-use retrylab::spec::{self, Model};
+use retrylab::spec::{self, ModelFile};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -76,7 +76,7 @@ const TWINS: [(&str, &str); 5] = [
     ),
 ];
 
-fn queue_models() -> Vec<Model> {
+fn queue_models() -> Vec<ModelFile> {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     spec::model_files(&folder)
         .expect("models/ lists")
@@ -89,7 +89,7 @@ fn queue_models() -> Vec<Model> {
         .collect()
 }
 
-fn file_name(model: &Model) -> String {
+fn file_name(model: &ModelFile) -> String {
     Path::new(&model.path)
         .file_name()
         .expect("a model file")
@@ -145,7 +145,7 @@ struct Trace {
 }
 
 /// The traces of every queue model, found by the checker in-process.
-fn traces(models: &[Model]) -> Vec<(Trace, World)> {
+fn traces(models: &[ModelFile]) -> Vec<(Trace, World)> {
     let mut traces = Vec::new();
     for model in models {
         let report = model.world.checker().max_states(SEARCH_STATES_MAX).bfs();

@@ -12,12 +12,12 @@ use retrylab::handler::lockstep::SqliteBackend;
 use retrylab::model::{Action, Event, HttpWorld, Property};
 use retrylab::real::drive::{self, DriveReport, Driver};
 use retrylab::real::{MemoryBackend, StdLock, Tables};
-use retrylab::spec::{self, Model};
+use retrylab::spec::{self, ModelFile};
 use std::path::Path;
 
 /// The models in `models/` that the article's handler implements (keys in the effect's database, no provider);
 /// the others are listed as skipped.
-fn models() -> Vec<Model> {
+fn models() -> Vec<ModelFile> {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     let files = spec::model_files(&folder).expect("models/ lists");
     let mut supported = Vec::new();

@@ -6,13 +6,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 use retrylab::atomic::write_atomic;
 use retrylab::check::{timeline, Kind, Report, Verdict};
 use retrylab::model::{Action, AtRest, Property, World};
-use retrylab::spec::{self, Model, WorldTrace};
+use retrylab::spec::{self, ModelFile, WorldTrace};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// Every model under `paths`, or the first error (already printed).
-pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Model>, i32> {
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<ModelFile>, i32> {
     let mut models = Vec::new();
     for path in paths {
         let files = spec::model_files(path).map_err(report_bad_input)?;
@@ -55,7 +55,7 @@ pub fn verdict_map(report: &Report<World>) -> Verdicts {
 }
 
 /// The verdicts a model file declares, by name.
-pub fn expected_map(model: &Model) -> Verdicts {
+pub fn expected_map(model: &ModelFile) -> Verdicts {
     model
         .expected
         .iter()
@@ -109,7 +109,7 @@ pub fn trace_path(traces: &Path, stem: &str, property: Property) -> PathBuf {
 fn save_trace(
     traces: &Path,
     stem: &str,
-    model: &Model,
+    model: &ModelFile,
     property: Property,
     actions: &[Action],
     found_by: &str,
@@ -135,7 +135,7 @@ pub struct SavedTraces {
 pub fn save_traces<'a>(
     traces: &Path,
     stem: &str,
-    model: &Model,
+    model: &ModelFile,
     counterexamples: impl Iterator<Item = (Property, Option<u64>, &'a [Action])>,
     found_by: &str,
     verbose: bool,
@@ -159,7 +159,7 @@ pub fn save_traces<'a>(
 pub fn remove_stale_traces(
     traces: &Path,
     stem: &str,
-    model: &Model,
+    model: &ModelFile,
     report: &Report<World>,
 ) -> Result<Vec<PathBuf>, String> {
     let mut removed = Vec::new();
@@ -265,7 +265,7 @@ pub fn print_evidence(evidence: &spec::Evidence) {
 
 /// The verdict table's rows for one model.
 pub fn print_rows(
-    model: &Model,
+    model: &ModelFile,
     report: &Report<World>,
     lengths: &BTreeMap<Property, usize>,
     header: &str,

@@ -7,7 +7,7 @@ use super::{names, output};
 use super::{SimulateArgs, EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
 use retrylab::check::{Checker, Comparison, Report};
 use retrylab::model::World;
-use retrylab::spec::Model;
+use retrylab::spec::ModelFile;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::time::Instant;
@@ -77,7 +77,7 @@ fn check_seeds(seeds: u64, max_depth: u32) -> Result<(), String> {
 }
 
 /// The hash that tells one model text from another in `simulate --json` lines (`merge` compares it).
-fn model_sha256(model: &Model) -> String {
+fn model_sha256(model: &ModelFile) -> String {
     hex::encode(Sha256::digest(model.source_text.as_bytes()))
 }
 
@@ -85,7 +85,7 @@ fn model_sha256(model: &Model) -> String {
 /// verdicts match and its replay commands; an error is a file that could not be written.
 fn simulate_one(
     args: &SimulateArgs,
-    model: &Model,
+    model: &ModelFile,
     traces_dir: &Path,
     stem: &str,
 ) -> Result<(bool, Vec<String>), String> {
@@ -140,7 +140,7 @@ fn simulate_one(
 
 fn print_human(
     args: &SimulateArgs,
-    model: &Model,
+    model: &ModelFile,
     report: &Report<World>,
     comparison: &Comparison,
     saved: &output::SavedTraces,
@@ -185,7 +185,7 @@ fn print_human(
 
 fn json_line(
     args: &SimulateArgs,
-    model: &Model,
+    model: &ModelFile,
     report: &Report<World>,
     comparison: &Comparison,
     traces: &std::collections::BTreeMap<retrylab::model::Property, String>,

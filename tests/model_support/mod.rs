@@ -5,10 +5,10 @@
 
 use retrylab::check::{Checker, Model as _, Report, Verdict};
 use retrylab::model::{Property, World};
-use retrylab::spec::{load_model, Model};
+use retrylab::spec::{load_model, ModelFile};
 use std::path::Path;
 
-pub fn load(name: &str) -> Model {
+pub fn load(name: &str) -> ModelFile {
     load_model(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("models")
@@ -18,7 +18,7 @@ pub fn load(name: &str) -> Model {
 }
 
 /// A checker with the bounds the model file declares.
-pub fn checker(model: &Model) -> Checker<'_, World> {
+pub fn checker(model: &ModelFile) -> Checker<'_, World> {
     model
         .world
         .checker()
@@ -27,7 +27,7 @@ pub fn checker(model: &Model) -> Checker<'_, World> {
 }
 
 /// The model file's own search.
-pub fn search(model: &Model) -> Report<World> {
+pub fn search(model: &ModelFile) -> Report<World> {
     checker(model).bfs()
 }
 

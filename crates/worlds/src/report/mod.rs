@@ -24,7 +24,7 @@ pub use markdown::TIME_HEADER;
 use crate::atomic::write_atomic;
 use crate::check::{timeline, Report};
 use crate::model::{Property, PropertyKind, World};
-use crate::spec::Model;
+use crate::spec::ModelFile;
 use markdown::Drawn;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -36,7 +36,7 @@ pub const REGENERATE_COMMAND: &str =
 
 /// One checked model.
 pub struct Entry {
-    pub model: Model,
+    pub model: ModelFile,
     pub report: Report<World>,
     /// Wall-clock time of the search: the one nondeterministic column.
     pub elapsed_ms: u64,

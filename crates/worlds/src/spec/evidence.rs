@@ -3,7 +3,7 @@
 //! proves nothing about retries by holding: `check` says so in every output (text, JSON, reports) and fails on
 //! it with `--strict`, so that no green stands for a search that never met the danger it is about.
 
-use super::Model;
+use super::ModelFile;
 use crate::check::{Kind, Report, Verdict};
 use crate::model::{Event, Faults, Property, PropertyKind, World};
 use serde::{Deserialize, Serialize};
@@ -66,7 +66,7 @@ pub fn listed(names: &[String]) -> String {
 }
 
 /// The evidence of `report`, a search of `model`.
-pub fn evidence(model: &Model, report: &Report<World>) -> Evidence {
+pub fn evidence(model: &ModelFile, report: &Report<World>) -> Evidence {
     let queue = matches!(model.world, World::Queue(_));
     let witnessed = |event: Event| report.reached(event.scenario_name());
     let of_world = Event::SCENARIOS

@@ -33,7 +33,7 @@ pub struct Limits {
 
 /// A parsed, validated model file.
 #[derive(Clone, Debug)]
-pub struct Model {
+pub struct ModelFile {
     pub path: String,
     pub source_text: String,
     pub description: String,
@@ -47,7 +47,7 @@ pub struct Model {
     pub limits: Limits,
 }
 
-impl Model {
+impl ModelFile {
     /// What the file declares, by property name (for `check::Report::compare`).
     pub fn expected(&self) -> crate::check::Expected {
         crate::check::Expected {
@@ -66,7 +66,7 @@ impl Model {
 }
 
 /// Read and parse a model file.
-pub fn load_model(path: &Path) -> Result<Model, SpecError> {
+pub fn load_model(path: &Path) -> Result<ModelFile, SpecError> {
     let name = path.display().to_string();
     let text = crate::input::read_text(path).map_err(|error| match error.position {
         Some((line, column)) => SpecError {
@@ -162,7 +162,7 @@ pub fn is_model_text(text: &str) -> bool {
 }
 
 /// Parse a model file's text; `file` names it in errors.
-pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
+pub fn parse_model(file: &str, text: &str) -> Result<ModelFile, SpecError> {
     let raw: RawModel = toml::from_str(text).map_err(|error| toml_error(file, text, &error))?;
     let fail = |spanned_start: usize, field: &str, message: &str| {
         SpecError::at(file, text, spanned_start, field, message)
@@ -207,7 +207,7 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
         .map_err(|error| world_error(file, text, error))?;
     let (expected, reached) = expectations(file, text, &raw.expect)?;
 
-    Ok(Model {
+    Ok(ModelFile {
         path: file.to_string(),
         source_text: text.to_string(),
         description: raw.description,

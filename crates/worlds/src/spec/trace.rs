@@ -2,7 +2,7 @@
 //! model file's, parsed again on replay.
 
 use super::json_locate::{self, Seg};
-use super::{parse_model, Model, SpecError};
+use super::{parse_model, ModelFile, SpecError};
 use crate::check::{self, TimelineStep, Trace};
 use crate::model::{Action, Property};
 use serde::de::DeserializeOwned;
@@ -13,7 +13,7 @@ pub type WorldTrace = Trace<Action>;
 
 /// A trace of `model` deciding `property`.
 pub fn new_trace(
-    model: &Model,
+    model: &ModelFile,
     property: &str,
     found_by: &str,
     seed: Option<u64>,
@@ -61,7 +61,7 @@ pub fn parse_trace_of<A: Serialize + DeserializeOwned>(
 /// What replaying a trace showed.
 #[derive(Clone, Debug)]
 pub struct ReplayOutcome {
-    pub model: Model,
+    pub model: ModelFile,
     pub property: Property,
     pub steps: Vec<TimelineStep<Action>>,
     /// The 1-based step at which the property was violated, if it was.
