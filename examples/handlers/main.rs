@@ -328,7 +328,7 @@ fn lease<H: Handler, W: Worker>(world: HandlerWorld<H, W>) -> HandlerWorld<H, W>
 
 /// The records of the designs that keep them in the `keys` table, for `no-stuck-key`: a claim is unfinished,
 /// whatever its lease (time passes at rest, so a lease-fenced claim whose lease ran out must still be taken
-/// over and finished by a patient client's next request: `world_time`).
+/// over and finished by a patient client's next request: `world::time`).
 fn keys_in_progress(value: &str, _now_ms: u64) -> bool {
     value.starts_with(common::IN_PROGRESS)
 }

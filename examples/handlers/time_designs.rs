@@ -52,7 +52,7 @@ pub fn designs(visit: &mut impl Visit) {
         HandlerWorld::new(sweeper::Claims, 1, BODY)
             .max_attempts(5)
             // The bug needs a lost response and a pause; the fix is shown a crash and a pause (a lost response
-            // on top can land on the last of a patient client's bounded polls: `world_time::POLLS_MAX`).
+            // on top can land on the last of a patient client's bounded polls: `world::time::POLLS_MAX`).
             .faults(faults(|f| {
                 (f.pauses, f.drop_responses, f.crashes) = (1, u8::from(by_age), u8::from(!by_age))
             }))

@@ -1,9 +1,9 @@
 //! The handler world's state as the trace explorer's panels: committed rows, effects, key-value entries, charges,
 //! then the moving parts (network, processes, clients, budgets).
 
-use super::api::{Handler, Worker};
-use super::world::*;
+use super::*;
 use crate::check;
+use crate::handler::api::{Handler, Worker};
 
 impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// The explorer's panels: committed rows, effects, key-value entries, charges, then the moving parts.
@@ -67,7 +67,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                     }),
             );
         let network = (state.network.iter()).map(|(message, copies)| {
-            let label = super::world_describe::message_name(message);
+            let label = super::describe::message_name(message);
             Row::new(label, format!("{copies} copy(ies)"))
         });
         let procs = state.procs.iter().enumerate().map(|(n, job)| {

@@ -11,10 +11,10 @@
 //! An own `sometimes` is a scenario of the design's own ("the sweeper reset a live claim"): reports say
 //! `reached` / `not reached`, and a `not reached` fails only when the scenario is wanted (`wants`).
 
-use super::api::{Handler, Reply, Worker};
-use super::sim::NO_OPERATION;
-use super::world::{HandlerState, HandlerWorld, Op, Outcome};
+use super::{HandlerState, HandlerWorld, Op, Outcome};
 use crate::check::{self, Kind, Model};
+use crate::handler::api::{Handler, Reply, Worker};
+use crate::handler::sim::NO_OPERATION;
 use std::sync::Arc;
 
 /// At most this many own properties per world.
@@ -25,7 +25,7 @@ type Condition = Arc<dyn Fn(&Seen) -> bool + Send + Sync>;
 
 /// A design's own properties and the scenarios it wants reached (built-in or its own `sometimes`).
 #[derive(Clone, Default)]
-pub(super) struct Own {
+pub(in crate::handler) struct Own {
     properties: Vec<(String, Kind, Condition)>,
     pub(super) wanted: Vec<String>,
 }

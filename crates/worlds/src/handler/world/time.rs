@@ -23,10 +23,10 @@
 //! attempts on 409s while the owner is still working. Faults stay unfair: they happen within their budgets, at
 //! any point. Safety properties are unaffected: fairness only adds polls after a client would have given up.
 
-use super::api::{Handler, Worker};
-use super::sim::Committed;
-use super::world::{HandlerState, HandlerWorld, Phase};
-pub use super::world_records::RecordsIn;
+pub use super::records::RecordsIn;
+use super::{HandlerState, HandlerWorld, Phase};
+use crate::handler::api::{Handler, Worker};
+use crate::handler::sim::Committed;
 use std::sync::Arc;
 
 /// How many times a patient client asks again after its attempts ran out (each poll waits for rest and the

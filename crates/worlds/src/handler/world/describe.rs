@@ -1,8 +1,8 @@
 //! One line per step of a handler world, for timelines and traces.
 
-use super::api::{Handler, Worker};
-use super::replay::Next;
-use super::world::*;
+use super::*;
+use crate::handler::api::{Handler, Worker};
+use crate::handler::replay::Next;
 use crate::model::{Event, Events};
 
 fn op_name(op: Op) -> String {

@@ -9,7 +9,18 @@
 //! others. This first version has its own clients and network (simpler than the built-in
 //! world's: a 409 counts as an attempt; with `retry_after_ms` the client waits that long before retrying, which
 //! moves the clock). At rest the clock moves to the next lease or TTL expiry, and `eventually-*` properties are
-//! judged under weak fairness of the clock and of retries: see `world_time`.
+//! judged under weak fairness of the clock and of retries: see `time`.
+
+mod assert;
+mod describe;
+pub mod properties;
+mod records;
+pub mod report;
+pub mod requests;
+mod step;
+pub mod time;
+pub(super) mod trace;
+mod view;
 
 use super::api::{Activation, Handler, NoWorker, Reply, Request, Worker};
 use super::calls::{Answer, Call};
@@ -18,13 +29,13 @@ use super::prefix::{Prefix, Prefixes};
 use super::replay::Next;
 use super::shared::Shared;
 use super::sim::{Committed, Ghost, Txn};
-use super::world_records::no_stuck_key;
-pub use super::world_records::{Records, RecordsIn};
-use super::world_requests::Hooks;
-use super::world_time::Expiries;
 use crate::check::{self, Model};
 use crate::model::{Event, Events, Property as Named};
+use records::no_stuck_key;
+pub use records::{Records, RecordsIn};
+use requests::Hooks;
 use std::collections::BTreeMap;
+use time::Expiries;
 
 /// Fault budgets of a handler world.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -67,14 +78,14 @@ pub struct HandlerWorld<H, W = NoWorker> {
     pub(super) records: Option<Records>,
     /// Where the design keeps leases and when each runs out: at rest the clock moves to the next one.
     pub(super) expiries: Option<Expiries>,
-    /// Judge `eventually-*` under weak fairness of the clock and of retries (`world_time`); on by default.
+    /// Judge `eventually-*` under weak fairness of the clock and of retries (`time`); on by default.
     pub(super) fair: bool,
-    /// The user's request hook and reactions (`world_requests`).
+    /// The user's request hook and reactions (`requests`).
     pub(super) hooks: Hooks,
     /// Faults of named calls, each with its own budget (`lost`).
     pub(super) call_faults: Vec<CallFault>,
-    /// The design's own properties and wanted scenarios (`world_properties`).
-    pub(super) own: super::world_properties::Own,
+    /// The design's own properties and wanted scenarios (`properties`).
+    pub(super) own: properties::Own,
 }
 
 impl<H: Handler> HandlerWorld<H, NoWorker> {
@@ -145,7 +156,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     }
 
     /// Declare where the design keeps its leases and when the one in a value runs out (`None`: no lease), in
-    /// the store's milliseconds: at rest the clock moves to the next one (`world_time`). TTLs need no declaring.
+    /// the store's milliseconds: at rest the clock moves to the next one (`time`). TTLs need no declaring.
     pub fn expiries(
         mut self,
         place: RecordsIn,
@@ -159,7 +170,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     }
 
     /// Judge `eventually-*` under weak fairness of the clock and of retries (`true`, the default), or let a
-    /// client give up on its last 409 (`false`): see `world_time`.
+    /// client give up on its last 409 (`false`): see `time`.
     pub fn fair(mut self, yes: bool) -> Self {
         self.fair = yes;
         self
@@ -310,7 +321,7 @@ pub struct Client {
     pub phase: Phase,
     pub outcomes: Vec<Outcome>,
     /// `(op, attempt, status)`: attempt `attempt` of operation `op` was sent after an answer with `status`.
-    /// Kept only in worlds with a request hook (`world_requests`), for the hook; never cleared, so a late
+    /// Kept only in worlds with a request hook (`requests`), for the hook; never cleared, so a late
     /// attempt is rebuilt as it was sent.
     pub sent_after: Vec<(u8, u8, u16)>,
 }
@@ -399,7 +410,7 @@ pub enum HandlerAction {
     /// Process `proc` makes its next call or sends its reply; `made`: which (so a trace knows its run).
     Step {
         proc: u8,
-        made: super::world_trace::Made,
+        made: trace::Made,
     },
     /// A worker begins a run.
     Wake {
@@ -566,7 +577,7 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
         self.why_not_here(state, action)
     }
 
-    /// The explorer's panels (`world_view.rs`).
+    /// The explorer's panels (`view.rs`).
     fn view(&self, state: &HandlerState) -> check::StateView {
         self.panels(state)
     }

@@ -1,18 +1,18 @@
 //! The handler world's transitions: which actions are enabled, and what each does.
 
-use super::api::{Handler, Worker};
-use super::calls::{Answer, Call};
-use super::replay::Next;
-use super::sim::NO_OPERATION;
-use super::world::*;
-use super::world_requests::Reaction;
+use super::requests::Reaction;
+use super::*;
+use crate::handler::api::{Handler, Worker};
+use crate::handler::calls::{Answer, Call};
+use crate::handler::replay::Next;
+use crate::handler::sim::NO_OPERATION;
 use crate::model::{Event, Events};
 use crate::protocol::status;
 
 impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// Every enabled action, in a fixed order: clients, deliveries, process steps, then faults.
     pub(super) fn enabled(&self, state: &HandlerState, out: &mut Vec<HandlerAction>) {
-        // Early timeouts pushed: the only faults before `enabled_faults` (at rest: nothing else, `world_time`).
+        // Early timeouts pushed: the only faults before `enabled_faults` (at rest: nothing else, `time`).
         let mut early = 0;
         for (index, client) in state.clients.iter().enumerate() {
             let client_id = index as u8;
@@ -230,7 +230,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     }
 
     /// The process's next call fails without being made; a failed commit loses the transaction.
-    pub(super) fn fail_call(&self, state: &mut HandlerState, proc: u8) {
+    pub(in crate::handler) fn fail_call(&self, state: &mut HandlerState, proc: u8) {
         let mut job = state.procs[proc as usize].take().expect("a busy process");
         let Next::Call(call) = job.next() else {
             unreachable!("a process waiting on a call")
@@ -241,7 +241,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         job.prefix = self.next(
             &job.task,
             &job.prefix,
-            super::replay::refused("injected failure"),
+            crate::handler::replay::refused("injected failure"),
         );
         state.procs[proc as usize] = Some(job);
     }
@@ -298,7 +298,12 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     }
 
     /// The process makes its next store call, or sends its reply (a worker: ends its run).
-    pub(super) fn run_call(&self, state: &mut HandlerState, proc: u8, events: &mut Events) {
+    pub(in crate::handler) fn run_call(
+        &self,
+        state: &mut HandlerState,
+        proc: u8,
+        events: &mut Events,
+    ) {
         let mut job = state.procs[proc as usize].take().expect("a busy process");
         let op = job.task.ghost();
         let prefix = job.prefix.clone();
@@ -385,7 +390,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             return; // an answer to an abandoned attempt
         }
         let operations = self.bodies.len();
-        // How the client reacts: `world_requests` (2xx succeeds, 409/429/5xx retried, by default).
+        // How the client reacts: `requests` (2xx succeeds, 409/429/5xx retried, by default).
         match self.reaction(reply.status) {
             Reaction::Succeed => finish(
                 state,

@@ -13,8 +13,8 @@
 //! may depend on, beyond the attempt's number, is the status that made the client send it
 //! ([`Attempt::after_status`]); the client keeps it, per operation and attempt, only in worlds with a hook.
 
-use super::api::{Handler, Request, Worker};
-use super::world::{HandlerState, HandlerWorld, Op};
+use super::{HandlerState, HandlerWorld, Op};
+use crate::handler::api::{Handler, Request, Worker};
 use crate::model::{Event, Events};
 use crate::protocol::status;
 use std::sync::Arc;
@@ -83,7 +83,7 @@ pub(super) type ReactionHook = Arc<dyn Fn(u16) -> Reaction + Send + Sync>;
 
 /// The user's hooks (none: the world as it always was).
 #[derive(Clone, Default)]
-pub(super) struct Hooks {
+pub(in crate::handler) struct Hooks {
     pub(super) request: Option<RequestHook>,
     pub(super) reaction: Option<ReactionHook>,
 }
