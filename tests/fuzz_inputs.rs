@@ -5,8 +5,8 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
+use retrylab::builtin::World;
 use retrylab::check::Model as _;
-use retrylab::model::World;
 use retrylab::spec::{new_trace, parse_model, parse_trace, replay, SpecError};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,8 +1,8 @@
 //! Every model file in models/ gets the verdicts it declares, with its dangerous scenarios reached; and for the
 //! designs that hold, the broken twin (one knob turned) is caught.
 
+use retrylab::builtin::{Event, Property};
 use retrylab::check::{Model as _, Verdict};
-use retrylab::model::{Event, Property};
 use retrylab::protocol::Claim;
 use retrylab::spec::{load_model, model_files};
 use std::path::Path;

@@ -4,8 +4,8 @@
 //! shorter than the full search's shortest), every example replaying; and somewhere it does save states, on the
 //! quotient too. The command line's `--por on|off` and its JSON fields.
 
+use retrylab::builtin::World;
 use retrylab::check::{replay_path, Kind, Por, Report};
-use retrylab::model::World;
 use retrylab::spec::{model_files, ModelFile};
 use std::path::Path;
 

@@ -2,14 +2,14 @@
 //! inbox row is written, what it is keyed by, the producer dedup, the external call's key) breaks the property the
 //! knob protects. Plus the queue knobs' validation errors.
 
+use retrylab::builtin::{DedupKey, Faults, Inbox, ProducerDedup, Property, Provider, World};
 use retrylab::check::Verdict;
-use retrylab::model::{DedupKey, Faults, Inbox, ProducerDedup, Property, Provider, World};
 use retrylab::spec::parse_model;
 
 mod model_support;
 use model_support::*;
 
-fn with_queue(world: &World, change: impl Fn(&mut retrylab::model::QueueConfig)) -> World {
+fn with_queue(world: &World, change: impl Fn(&mut retrylab::builtin::QueueConfig)) -> World {
     let mut queue = world.queue().expect("a queue model").server().config();
     change(&mut queue);
     world.to_builder().queue(queue).build().unwrap()

@@ -6,12 +6,12 @@
 //! delivery absorbed) is computed from the real effects and acks and must be the model's; a violated property
 //! must show for real; each model that holds has a broken twin whose violation shows for real.
 
+use retrylab::builtin::{Action, DedupKey, Inbox, ProducerDedup, Property, Provider, World};
 use retrylab::check::{Model as _, Verdict};
 use retrylab::experiments::dedup_window::Place;
 use retrylab::handler::lockstep::{Backend, PostgresBackend, SqliteBackend};
 use retrylab::handler::sqlite::SqliteStore;
 use retrylab::handler::Clock;
-use retrylab::model::{Action, DedupKey, Inbox, ProducerDedup, Property, Provider, World};
 use retrylab::queue_real::broker::Broker;
 use retrylab::queue_real::broker::QueueOptions;
 use retrylab::queue_real::consumer::{consume, ConsumerDesign, EFFECTS};

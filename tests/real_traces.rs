@@ -7,9 +7,9 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use retrylab::builtin::{Action, Event, HttpWorld, Property};
 use retrylab::check::{self, Model as _, Verdict};
 use retrylab::handler::lockstep::SqliteBackend;
-use retrylab::model::{Action, Event, HttpWorld, Property};
 use retrylab::real::drive::{self, DriveReport, Driver};
 use retrylab::real::{MemoryBackend, StdLock, Tables};
 use retrylab::spec::{self, ModelFile};

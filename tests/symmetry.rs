@@ -1,8 +1,8 @@
 //! Symmetry reduction merges states but changes no verdict, no counterexample length, and its counterexamples
 //! replay on the unreduced model.
 
+use retrylab::builtin::Property;
 use retrylab::check::{replay_path, Model as _};
-use retrylab::model::Property;
 use retrylab::spec::{load_model, model_files};
 use std::path::Path;
 

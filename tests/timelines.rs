@@ -1,8 +1,8 @@
 //! Timelines say what happened at the decisive step, and steps carry a structured kind that the report draws
 //! from (issue 14, item 9).
 
+use retrylab::builtin::{Action, DescribedStep, Faults, Party, Property, StepKind, World};
 use retrylab::check::{timeline, Model as _};
-use retrylab::model::{Action, DescribedStep, Faults, Party, Property, StepKind, World};
 use retrylab::spec::load_model;
 use std::path::Path;
 

@@ -1,7 +1,7 @@
 //! Check, save the trace, load it, replay it: the same violation at the same step, the same timeline.
 
+use retrylab::builtin::Property;
 use retrylab::check::{timeline, Kind, Model as _};
-use retrylab::model::Property;
 use retrylab::spec::{load_model, new_trace, parse_trace, replay};
 use std::path::Path;
 

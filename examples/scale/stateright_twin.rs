@@ -3,8 +3,8 @@
 //! space and the unique-state counts can be compared.
 
 use super::family::{Flags, Outcome};
+use retrylab::builtin::{State, World};
 use retrylab::check::Verdict;
-use retrylab::model::{State, World};
 use stateright::{Checker, Model};
 
 #[path = "../support/stateright_model.rs"]

@@ -3,8 +3,8 @@
 use super::json::{print_line, CheckLine};
 use super::{names, output};
 use super::{CheckArgs, OnOff, EXIT_MISMATCH, EXIT_OK};
+use retrylab::builtin::{AtRest, Property, World};
 use retrylab::check::{Checker, Comparison, Por, Report};
-use retrylab::model::{AtRest, Property, World};
 use retrylab::spec::{self, ModelFile};
 use std::collections::BTreeMap;
 use std::time::Instant;

@@ -4,8 +4,8 @@
 use super::json::Verdicts;
 use indicatif::{ProgressBar, ProgressStyle};
 use retrylab::atomic::write_atomic;
+use retrylab::builtin::{Action, AtRest, Property, World};
 use retrylab::check::{timeline, Kind, Report, Verdict};
-use retrylab::model::{Action, AtRest, Property, World};
 use retrylab::spec::{self, ModelFile, WorldTrace};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;

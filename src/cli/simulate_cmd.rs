@@ -5,8 +5,8 @@
 use super::json::{print_line, SimulateLine};
 use super::{names, output};
 use super::{SimulateArgs, EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
+use retrylab::builtin::World;
 use retrylab::check::{Checker, Comparison, Report};
-use retrylab::model::World;
 use retrylab::spec::ModelFile;
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -188,7 +188,7 @@ fn json_line(
     model: &ModelFile,
     report: &Report<World>,
     comparison: &Comparison,
-    traces: &std::collections::BTreeMap<retrylab::model::Property, String>,
+    traces: &std::collections::BTreeMap<retrylab::builtin::Property, String>,
     elapsed_ms: u64,
 ) -> SimulateLine {
     let counterexamples = output::counterexamples(report);

@@ -3,8 +3,8 @@
 
 #![allow(dead_code)] // each test file uses a different subset
 
+use retrylab::builtin::{Property, World};
 use retrylab::check::{Checker, Model as _, Report, Verdict};
-use retrylab::model::{Property, World};
 use retrylab::spec::{load_model, ModelFile};
 use std::path::Path;
 

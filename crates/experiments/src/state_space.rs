@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::builtin::{Faults, World, WorldBuilder};
 use crate::check::Model as _;
-use crate::model::{Faults, World, WorldBuilder};
 use crate::output::Output;
 use crate::plot::{BandPoint, LineChart, Scale, Series};
 

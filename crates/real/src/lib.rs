@@ -27,4 +27,4 @@ mod handler_tests;
 use retrylab_check as check;
 #[cfg(feature = "stack")]
 use retrylab_sim::backoff;
-use retrylab_worlds::{handler, model, protocol};
+use retrylab_worlds::{builtin, handler, protocol};

@@ -24,7 +24,7 @@ use super::consumer::{Consumer, ConsumerDesign, Phase};
 pub use super::outcome::Outcome;
 use super::outcome::Seen;
 use super::relay::{self, Failpoint};
-use crate::model::{
+use crate::builtin::{
     Action, Event, Events, JobStep, Message, Proc, Producer, ProducerDedup, QueueWorld, State,
 };
 use crate::protocol::status;
@@ -432,7 +432,7 @@ impl<B: Backend> Driver<'_, B> {
         Ok(what)
     }
 
-    fn deliver(&mut self, request: crate::model::Request, proc: u8) -> Result<String, String> {
+    fn deliver(&mut self, request: crate::builtin::Request, proc: u8) -> Result<String, String> {
         let sequence = *self
             .copies
             .get(request.copy as usize)

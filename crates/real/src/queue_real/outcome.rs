@@ -1,7 +1,7 @@
 //! A run's outcome, decided the same way from the model's events and from what the real broker and database did:
 //! the event duplicated, lost (acked with no effect), a second delivery or copy absorbed, or taken once.
 
-use crate::model::{Event, Events, State};
+use crate::builtin::{Event, Events, State};
 
 /// What happened to the event, from the effects and the acks: the queue models' outcomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

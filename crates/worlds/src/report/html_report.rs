@@ -6,8 +6,8 @@ use super::html::{trace_page, PageText};
 use super::svg::escape;
 use super::{counterexample_picture, svg, svg_folder, Entry, REGENERATE_COMMAND};
 use crate::atomic::write_atomic;
+use crate::builtin::Property;
 use crate::check::Verdict;
-use crate::model::Property;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

@@ -2,8 +2,8 @@
 //! to its SVG. Everything but the last column (wall-clock time) is a function of the model files.
 
 use super::Entry;
+use crate::builtin::Property;
 use crate::check::Verdict;
-use crate::model::Property;
 use std::fmt::Write;
 
 /// One drawn counterexample.

@@ -22,8 +22,8 @@ pub use html_report::write_html_report;
 pub use markdown::TIME_HEADER;
 
 use crate::atomic::write_atomic;
+use crate::builtin::{Property, PropertyKind, World};
 use crate::check::{timeline, Report};
-use crate::model::{Property, PropertyKind, World};
 use crate::spec::ModelFile;
 use markdown::Drawn;
 use std::collections::BTreeSet;
@@ -113,7 +113,7 @@ pub fn write_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<PathBuf
 fn counterexample_picture(
     entry: &Entry,
     name: &str,
-    actions: &[crate::model::Action],
+    actions: &[crate::builtin::Action],
 ) -> Result<(Property, Diagram), String> {
     let property = Property::by_name(name).expect("the world's own property");
     let world = &entry.model.world;

@@ -4,8 +4,8 @@
 //! it with `--strict`, so that no green stands for a search that never met the danger it is about.
 
 use super::ModelFile;
+use crate::builtin::{Event, Faults, Property, PropertyKind, World};
 use crate::check::{Kind, Report, Verdict};
-use crate::model::{Event, Faults, Property, PropertyKind, World};
 use serde::{Deserialize, Serialize};
 
 /// Why a `holds` proves nothing.

@@ -14,10 +14,10 @@ pub use evidence::{evidence, listed, Evidence, Vacuity};
 pub use locate::field_offset;
 pub use trace::{new_trace, parse_trace, parse_trace_of, replay, ReplayOutcome, WorldTrace};
 
-use crate::check::Verdict;
-use crate::model::{
+use crate::builtin::{
     Body, ClientsConfig, Event, Operation, Property, Provider, QueueConfig, World, WorldError,
 };
+use crate::check::Verdict;
 use crate::protocol::{Lease, ProtocolConfig};
 use raw::RawModel;
 use std::collections::BTreeMap;

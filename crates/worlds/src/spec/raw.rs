@@ -1,10 +1,10 @@
 //! The model file as written, before validation. Every table denies unknown fields, so a misspelt knob is an
 //! error that lists the valid ones.
 
-use crate::check::Verdict;
-use crate::model::{
+use crate::builtin::{
     DedupKey, Faults, Inbox, KeyScope, KeyStore, OnError, Producer, ProducerDedup, Provider,
 };
+use crate::check::Verdict;
 use crate::protocol::{Claim, FingerprintPolicy, KeyPolicy};
 use serde::Deserialize;
 use toml::Spanned;

@@ -3,8 +3,8 @@
 
 use super::json_locate::{self, Seg};
 use super::{parse_model, ModelFile, SpecError};
+use crate::builtin::{Action, Property};
 use crate::check::{self, TimelineStep, Trace};
-use crate::model::{Action, Property};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 

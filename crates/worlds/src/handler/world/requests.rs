@@ -14,8 +14,8 @@
 //! ([`Attempt::after_status`]); the client keeps it, per operation and attempt, only in worlds with a hook.
 
 use super::{HandlerState, HandlerWorld, Op};
+use crate::builtin::{Event, Events};
 use crate::handler::api::{Handler, Request, Worker};
-use crate::model::{Event, Events};
 use crate::protocol::status;
 use std::sync::Arc;
 

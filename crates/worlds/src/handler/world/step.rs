@@ -2,11 +2,11 @@
 
 use super::requests::Reaction;
 use super::*;
+use crate::builtin::{Event, Events};
 use crate::handler::api::{Handler, Worker};
 use crate::handler::calls::{Answer, Call};
 use crate::handler::replay::Next;
 use crate::handler::sim::NO_OPERATION;
-use crate::model::{Event, Events};
 use crate::protocol::status;
 
 impl<H: Handler, W: Worker> HandlerWorld<H, W> {

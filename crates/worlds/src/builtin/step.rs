@@ -580,7 +580,7 @@ fn take_message(network: &mut SortedMap<Message, u8, 8>, message: &Message) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::World;
+    use crate::builtin::World;
     use crate::protocol::Lease;
     use std::collections::HashSet;
 

@@ -1,4 +1,4 @@
-//! The checked worlds: clients, a lossy network, server processes, the store and a ghost effect ledger, as a pure
+//! The built-in worlds: clients, a lossy network, server processes, the store and a ghost effect ledger, as a pure
 //! state machine, with a server role (`Server`) for what a process does with a request: the idempotency-key
 //! handler (`HttpWorld`) or a queue consumer and its broker (`QueueWorld`). `World` is either, as a model file
 //! describes it, made by `WorldBuilder`; `State` is one point of the state space (Clone + Eq + Hash, ordered
