@@ -6,7 +6,7 @@
 //! delivery absorbed) is computed from the real effects and acks and must be the model's; a violated property
 //! must show for real; each model that holds has a broken twin whose violation shows for real.
 
-use retrylab::builtin::{Action, DedupKey, Inbox, ProducerDedup, Property, Provider, World};
+use retrylab::builtin::{Action, DedupKey, Inbox, ProducerDedup, Provider, World, WorldProperty};
 use retrylab::check::{Model as _, Verdict};
 use retrylab::experiments::dedup_window::Place;
 use retrylab::handler::lockstep::{Backend, PostgresBackend, SqliteBackend};
@@ -149,7 +149,7 @@ fn traces(models: &[ModelFile]) -> Vec<(Trace, World)> {
     let mut traces = Vec::new();
     for model in models {
         let report = model.world.checker().max_states(SEARCH_STATES_MAX).bfs();
-        let violated: Vec<Property> = model
+        let violated: Vec<WorldProperty> = model
             .expected
             .iter()
             .filter(|(_, verdict)| **verdict == Verdict::Violated)
@@ -452,7 +452,7 @@ fn an_outbox_relay_restarting_inside_the_window_is_absorbed_by_the_broker() {
         .unwrap();
     let report = inside.checker().max_states(SEARCH_STATES_MAX).bfs();
     assert_eq!(
-        report.verdict(Property::NoDuplicateEffect.name()),
+        report.verdict(WorldProperty::NoDuplicateEffect.name()),
         Verdict::Holds
     );
     let example = healed(
@@ -482,7 +482,7 @@ fn an_outbox_relay_restarting_inside_the_window_is_absorbed_by_the_broker() {
     let after = inside.to_builder().faults(faults).build().unwrap();
     let report = after.checker().max_states(SEARCH_STATES_MAX).bfs();
     let actions = report
-        .counterexample(Property::NoDuplicateEffect.name())
+        .counterexample(WorldProperty::NoDuplicateEffect.name())
         .expect("a republish after the window duplicates");
     let backend = SqliteBackend::create(&folder.path().join("after.db")).unwrap();
     let world = after.queue().unwrap();

@@ -7,7 +7,7 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use retrylab::builtin::{Action, Event, HttpWorld, Property};
+use retrylab::builtin::{Action, Event, HttpWorld, WorldProperty};
 use retrylab::check::{self, Model as _, Verdict};
 use retrylab::handler::lockstep::SqliteBackend;
 use retrylab::real::drive::{self, DriveReport, Driver};
@@ -67,17 +67,17 @@ fn every_counterexample_replays_on_real_code_and_duplicates_duplicate() {
             continue;
         }
         let report = model.world.checker().max_states(SEARCH_STATES_MAX).bfs();
-        if model.expected.get(&Property::NoDuplicateEffect) == Some(&Verdict::Violated) {
+        if model.expected.get(&WorldProperty::NoDuplicateEffect) == Some(&Verdict::Violated) {
             assert!(
                 report
-                    .counterexample(Property::NoDuplicateEffect.name())
+                    .counterexample(WorldProperty::NoDuplicateEffect.name())
                     .is_some(),
                 "{}: the checker found no duplicate",
                 model.path
             );
         }
         for (found, actions) in report.counterexamples() {
-            let property = &Property::by_name(&found.name).unwrap();
+            let property = &WorldProperty::by_name(&found.name).unwrap();
             // Through the versioned trace format: what `retrylab check` saves is what gets driven.
             let steps = check::timeline(&model.world, actions)
                 .expect("a found path replays")
@@ -105,7 +105,7 @@ fn every_counterexample_replays_on_real_code_and_duplicates_duplicate() {
                     "{} ({store_name}): the real duplicate must appear at the model's step",
                     model.path
                 );
-                if *property == Property::NoDuplicateEffect {
+                if *property == WorldProperty::NoDuplicateEffect {
                     assert!(report.model_duplicate_at.is_some());
                     assert!(report.real_payments_per_op.values().any(|count| *count > 1));
                 }

@@ -3,7 +3,7 @@
 use super::json::{print_line, CheckLine};
 use super::{names, output};
 use super::{CheckArgs, OnOff, EXIT_MISMATCH, EXIT_OK};
-use retrylab::builtin::{AtRest, Property, World};
+use retrylab::builtin::{AtRest, World, WorldProperty};
 use retrylab::check::{Checker, Comparison, Por, Report};
 use retrylab::spec::{self, ModelFile};
 use std::collections::BTreeMap;
@@ -154,7 +154,7 @@ fn print_found(
     args: &CheckArgs,
     model: &ModelFile,
     removed: &[std::path::PathBuf],
-    timelines: &[(Property, spec::WorldTrace)],
+    timelines: &[(WorldProperty, spec::WorldTrace)],
 ) {
     for path in removed {
         outln!("  removed {} (the property now holds)", path.display());
@@ -169,7 +169,7 @@ fn print_json(
     model: &ModelFile,
     report: &Report<World>,
     comparison: &Comparison,
-    traces: &BTreeMap<Property, String>,
+    traces: &BTreeMap<WorldProperty, String>,
     elapsed_ms: u64,
 ) {
     let evidence = spec::evidence(model, report);

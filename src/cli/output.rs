@@ -4,7 +4,7 @@
 use super::json::Verdicts;
 use indicatif::{ProgressBar, ProgressStyle};
 use retrylab::atomic::write_atomic;
-use retrylab::builtin::{Action, AtRest, Property, World};
+use retrylab::builtin::{Action, AtRest, World, WorldProperty};
 use retrylab::check::{timeline, Kind, Report, Verdict};
 use retrylab::spec::{self, ModelFile, WorldTrace};
 use std::collections::BTreeMap;
@@ -74,18 +74,18 @@ pub fn reached_names(report: &Report<World>) -> Vec<String> {
 }
 
 /// Each violated property's counterexample, with the world's property and the walk's seed.
-pub fn counterexamples(report: &Report<World>) -> Vec<(Property, Option<u64>, &[Action])> {
+pub fn counterexamples(report: &Report<World>) -> Vec<(WorldProperty, Option<u64>, &[Action])> {
     report
         .counterexamples()
         .map(|(found, path)| {
-            let property = Property::by_name(&found.name).expect("the world's own property");
+            let property = WorldProperty::by_name(&found.name).expect("the world's own property");
             (property, found.seed, path)
         })
         .collect()
 }
 
 /// Counterexample lengths by property.
-pub fn lengths(report: &Report<World>) -> BTreeMap<Property, usize> {
+pub fn lengths(report: &Report<World>) -> BTreeMap<WorldProperty, usize> {
     counterexamples(report)
         .into_iter()
         .map(|(property, _, path)| (property, path.len()))
@@ -93,7 +93,7 @@ pub fn lengths(report: &Report<World>) -> BTreeMap<Property, usize> {
 }
 
 /// A per-property map keyed by property name, as the JSON lines write it.
-pub fn by_name<T: Clone>(map: &BTreeMap<Property, T>) -> BTreeMap<String, T> {
+pub fn by_name<T: Clone>(map: &BTreeMap<WorldProperty, T>) -> BTreeMap<String, T> {
     map.iter()
         .map(|(property, value)| (property.name().to_string(), value.clone()))
         .collect()
@@ -101,7 +101,7 @@ pub fn by_name<T: Clone>(map: &BTreeMap<Property, T>) -> BTreeMap<String, T> {
 
 /// The trace file for a model's property: `<traces>/<name>.<property>.json`, with the model's name in its run
 /// (`names::unique_names`: the file stem unless two models of the run share it).
-pub fn trace_path(traces: &Path, stem: &str, property: Property) -> PathBuf {
+pub fn trace_path(traces: &Path, stem: &str, property: WorldProperty) -> PathBuf {
     traces.join(format!("{stem}.{}.json", property.name()))
 }
 
@@ -110,7 +110,7 @@ fn save_trace(
     traces: &Path,
     stem: &str,
     model: &ModelFile,
-    property: Property,
+    property: WorldProperty,
     actions: &[Action],
     found_by: &str,
     seed: Option<u64>,
@@ -126,8 +126,8 @@ fn save_trace(
 
 /// Where each property's trace went, and the timelines to print.
 pub struct SavedTraces {
-    pub paths: BTreeMap<Property, String>,
-    pub timelines: Vec<(Property, WorldTrace)>,
+    pub paths: BTreeMap<WorldProperty, String>,
+    pub timelines: Vec<(WorldProperty, WorldTrace)>,
 }
 
 /// Save every counterexample of a run as a trace. Returns each property's trace path and the timelines to print
@@ -136,7 +136,7 @@ pub fn save_traces<'a>(
     traces: &Path,
     stem: &str,
     model: &ModelFile,
-    counterexamples: impl Iterator<Item = (Property, Option<u64>, &'a [Action])>,
+    counterexamples: impl Iterator<Item = (WorldProperty, Option<u64>, &'a [Action])>,
     found_by: &str,
     verbose: bool,
     mismatched: &[String],
@@ -163,7 +163,7 @@ pub fn remove_stale_traces(
     report: &Report<World>,
 ) -> Result<Vec<PathBuf>, String> {
     let mut removed = Vec::new();
-    for property in Property::ALL {
+    for property in WorldProperty::ALL {
         if report.verdict(property.name()) != Verdict::Holds {
             continue; // violated: overwritten by this run; incomplete: the old trace may still be right
         }
@@ -187,7 +187,7 @@ pub fn remove_stale_traces(
 /// (numbered as in the whole path), and says how many others it left out.
 pub fn print_counterexample(
     world: &World,
-    property: Property,
+    property: WorldProperty,
     trace: &WorldTrace,
     full_trace: bool,
 ) {
@@ -218,7 +218,7 @@ pub fn print_counterexample(
 }
 
 /// What a liveness counterexample leaves unresolved at its end, and the steps that depend on it.
-pub fn at_rest_of(world: &World, property: Property, trace: &WorldTrace) -> Option<AtRest> {
+pub fn at_rest_of(world: &World, property: WorldProperty, trace: &WorldTrace) -> Option<AtRest> {
     let actions: Vec<Action> = trace.steps.iter().map(|step| step.action).collect();
     world.at_rest(property, &actions).ok().flatten()
 }
@@ -267,7 +267,7 @@ pub fn print_evidence(evidence: &spec::Evidence) {
 pub fn print_rows(
     model: &ModelFile,
     report: &Report<World>,
-    lengths: &BTreeMap<Property, usize>,
+    lengths: &BTreeMap<WorldProperty, usize>,
     header: &str,
 ) {
     outln!("{header}");
@@ -279,7 +279,7 @@ pub fn print_rows(
         "match",
         "counterexample"
     );
-    for property in Property::ALL {
+    for property in WorldProperty::ALL {
         let actual = report.verdict(property.name());
         let expected = model
             .expected

@@ -188,7 +188,7 @@ fn json_line(
     model: &ModelFile,
     report: &Report<World>,
     comparison: &Comparison,
-    traces: &std::collections::BTreeMap<retrylab::builtin::Property, String>,
+    traces: &std::collections::BTreeMap<retrylab::builtin::WorldProperty, String>,
     elapsed_ms: u64,
 ) -> SimulateLine {
     let counterexamples = output::counterexamples(report);

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // each test file uses a different subset
 
-use retrylab::builtin::{Property, World};
+use retrylab::builtin::{World, WorldProperty};
 use retrylab::check::{Checker, Model as _, Report, Verdict};
 use retrylab::spec::{load_model, ModelFile};
 use std::path::Path;
@@ -31,12 +31,12 @@ pub fn search(model: &ModelFile) -> Report<World> {
     checker(model).bfs()
 }
 
-pub fn verdict(world: &World, property: Property) -> Verdict {
+pub fn verdict(world: &World, property: WorldProperty) -> Verdict {
     world.checker().bfs().verdict(property.name())
 }
 
 /// The broken twin: stop at its first violation (the full space is not needed to show a bug).
-pub fn twin_verdict(world: &World, property: Property) -> Verdict {
+pub fn twin_verdict(world: &World, property: WorldProperty) -> Verdict {
     world
         .checker()
         .stop_on(property.name())

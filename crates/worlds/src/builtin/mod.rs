@@ -39,7 +39,7 @@ pub use checked::check_property;
 pub use config::{Body, ClientsConfig, Faults, Operation};
 pub use described::{DescribedStep, Party, StepKind};
 pub use events::{Event, Events};
-pub use properties::{Property, PropertyKind};
+pub use properties::{PropertyKind, WorldProperty};
 pub use state::{
     ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Payment, Proc, Record,
     RecordStatus, Request, Response, State, Store,

@@ -13,8 +13,10 @@ pub enum PropertyKind {
     Eventually,
 }
 
+/// A property of the built-in worlds (the handler world judges the same ones), by the name model files use;
+/// `check_property` turns it into the checker's `check::Property`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Property {
+pub enum WorldProperty {
     NoDuplicateEffect,
     NoLostEffect,
     ConsistentReplay,
@@ -24,51 +26,53 @@ pub enum Property {
     EventuallyResolves,
 }
 
-impl Property {
-    pub const ALL: [Property; 7] = [
-        Property::NoDuplicateEffect,
-        Property::NoLostEffect,
-        Property::ConsistentReplay,
-        Property::NoCrossClientResponse,
-        Property::ConflictCodes,
-        Property::NoStuckKey,
-        Property::EventuallyResolves,
+impl WorldProperty {
+    pub const ALL: [WorldProperty; 7] = [
+        WorldProperty::NoDuplicateEffect,
+        WorldProperty::NoLostEffect,
+        WorldProperty::ConsistentReplay,
+        WorldProperty::NoCrossClientResponse,
+        WorldProperty::ConflictCodes,
+        WorldProperty::NoStuckKey,
+        WorldProperty::EventuallyResolves,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
-            Property::NoDuplicateEffect => "no-duplicate-effect",
-            Property::NoLostEffect => "no-lost-effect",
-            Property::ConsistentReplay => "consistent-replay",
-            Property::NoCrossClientResponse => "no-cross-client-response",
-            Property::ConflictCodes => "conflict-codes",
-            Property::NoStuckKey => "no-stuck-key",
-            Property::EventuallyResolves => "eventually-resolves",
+            WorldProperty::NoDuplicateEffect => "no-duplicate-effect",
+            WorldProperty::NoLostEffect => "no-lost-effect",
+            WorldProperty::ConsistentReplay => "consistent-replay",
+            WorldProperty::NoCrossClientResponse => "no-cross-client-response",
+            WorldProperty::ConflictCodes => "conflict-codes",
+            WorldProperty::NoStuckKey => "no-stuck-key",
+            WorldProperty::EventuallyResolves => "eventually-resolves",
         }
     }
 
-    pub fn by_name(name: &str) -> Option<Property> {
-        Property::ALL
+    pub fn by_name(name: &str) -> Option<WorldProperty> {
+        WorldProperty::ALL
             .into_iter()
             .find(|property| property.name() == name)
     }
 
     pub fn kind(self) -> PropertyKind {
         match self {
-            Property::NoStuckKey | Property::EventuallyResolves => PropertyKind::Eventually,
+            WorldProperty::NoStuckKey | WorldProperty::EventuallyResolves => {
+                PropertyKind::Eventually
+            }
             _ => PropertyKind::Always,
         }
     }
 
     pub fn description(self) -> &'static str {
         match self {
-            Property::NoDuplicateEffect => "at most one effect per logical operation",
-            Property::NoLostEffect => "no success is reported for an operation without an effect",
-            Property::ConsistentReplay => "every success for an operation carries the same response",
-            Property::NoCrossClientResponse => "no client receives another client's response",
-            Property::ConflictCodes => "422 only for a changed body; 409 only while the original is in flight (with a lease: until it expires)",
-            Property::NoStuckKey => "after faults stop, no key stays in_progress forever",
-            Property::EventuallyResolves => {
+            WorldProperty::NoDuplicateEffect => "at most one effect per logical operation",
+            WorldProperty::NoLostEffect => "no success is reported for an operation without an effect",
+            WorldProperty::ConsistentReplay => "every success for an operation carries the same response",
+            WorldProperty::NoCrossClientResponse => "no client receives another client's response",
+            WorldProperty::ConflictCodes => "422 only for a changed body; 409 only while the original is in flight (with a lease: until it expires)",
+            WorldProperty::NoStuckKey => "after faults stop, no key stays in_progress forever",
+            WorldProperty::EventuallyResolves => {
                 "after faults stop, every operation ends in one success or one definite failure"
             }
         }
@@ -77,14 +81,14 @@ impl Property {
     /// The events that violate this (safety) property when a transition has one of them; none for liveness.
     pub const fn violating_events(self) -> Events {
         match self {
-            Property::NoDuplicateEffect => Events::of(&[Event::DuplicateEffect]),
-            Property::NoLostEffect => Events::of(&[Event::SuccessWithoutEffect]),
-            Property::ConsistentReplay => Events::of(&[Event::InconsistentReplay]),
-            Property::NoCrossClientResponse => Events::of(&[Event::CrossClientResponse]),
-            Property::ConflictCodes => {
+            WorldProperty::NoDuplicateEffect => Events::of(&[Event::DuplicateEffect]),
+            WorldProperty::NoLostEffect => Events::of(&[Event::SuccessWithoutEffect]),
+            WorldProperty::ConsistentReplay => Events::of(&[Event::InconsistentReplay]),
+            WorldProperty::NoCrossClientResponse => Events::of(&[Event::CrossClientResponse]),
+            WorldProperty::ConflictCodes => {
                 Events::of(&[Event::MismatchForSameBody, Event::ConflictWithoutOwner])
             }
-            Property::NoStuckKey | Property::EventuallyResolves => Events::of(&[]),
+            WorldProperty::NoStuckKey | WorldProperty::EventuallyResolves => Events::of(&[]),
         }
     }
 
@@ -95,7 +99,7 @@ impl Property {
 
     /// Events that violate some safety property: a transition without any needs no further look.
     pub fn any_violating_events() -> Events {
-        Property::ALL
+        WorldProperty::ALL
             .into_iter()
             .fold(Events::default(), |all, property| {
                 all.union(property.violating_events())
@@ -106,7 +110,7 @@ impl Property {
     pub fn violated_at_rest(self, state: &State) -> bool {
         match self {
             // An in_progress record whose lease ran out is not stuck: the next request for the key takes it over.
-            Property::NoStuckKey => state.store.records.values().any(|record| {
+            WorldProperty::NoStuckKey => state.store.records.values().any(|record| {
                 matches!(
                     record.status,
                     RecordStatus::InProgress {
@@ -115,7 +119,7 @@ impl Property {
                     }
                 )
             }),
-            Property::EventuallyResolves => state.clients.iter().any(|client| {
+            WorldProperty::EventuallyResolves => state.clients.iter().any(|client| {
                 client.phase != ClientPhase::Done
                     || client
                         .outcomes

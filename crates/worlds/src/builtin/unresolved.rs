@@ -5,7 +5,7 @@
 
 use super::action::Action;
 use super::config::Faults;
-use super::properties::Property;
+use super::properties::WorldProperty;
 use super::state::{ClientPhase, Key, Message, OpRef, Outcome, Proc, RecordStatus, Request, State};
 use super::world::World;
 use crate::check;
@@ -110,7 +110,11 @@ pub struct AtRest {
 impl World {
     /// `actions` (a counterexample of `property`) explained at its end; `Ok(None)` for a safety property or a
     /// path whose end leaves nothing unresolved, `Err(step)` when step `step` is not enabled.
-    pub fn at_rest(&self, property: Property, actions: &[Action]) -> Result<Option<AtRest>, usize> {
+    pub fn at_rest(
+        &self,
+        property: WorldProperty,
+        actions: &[Action],
+    ) -> Result<Option<AtRest>, usize> {
         if property.kind() != super::properties::PropertyKind::Eventually {
             return Ok(None);
         }
@@ -133,7 +137,7 @@ impl World {
     /// What fails a liveness property in `state` (at rest), in the order of keys and then of operations: each
     /// key stuck in_progress, or each operation that never resolves. Empty for a safety property or a state
     /// where it holds.
-    pub fn unresolved(&self, property: Property, state: &State) -> Vec<Unresolved> {
+    pub fn unresolved(&self, property: WorldProperty, state: &State) -> Vec<Unresolved> {
         let clients = self.clients();
         let exhausted = exhausted_faults(self.faults(), state);
         let record_of = |op: OpRef| {
@@ -150,7 +154,7 @@ impl World {
             found
         };
         match property {
-            Property::NoStuckKey => state
+            WorldProperty::NoStuckKey => state
                 .store
                 .records
                 .iter()
@@ -165,7 +169,7 @@ impl World {
                 })
                 .map(|(key, record)| item(record.op, Reason::StuckInProgress, Some(*key)))
                 .collect(),
-            Property::EventuallyResolves => {
+            WorldProperty::EventuallyResolves => {
                 let mut found = Vec::new();
                 for (client, client_state) in state.clients.iter().enumerate() {
                     for op in 0..clients.operations.len() {

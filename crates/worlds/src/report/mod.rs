@@ -22,7 +22,7 @@ pub use html_report::write_html_report;
 pub use markdown::TIME_HEADER;
 
 use crate::atomic::write_atomic;
-use crate::builtin::{Property, PropertyKind, World};
+use crate::builtin::{PropertyKind, World, WorldProperty};
 use crate::check::{timeline, Report};
 use crate::spec::ModelFile;
 use markdown::Drawn;
@@ -114,8 +114,8 @@ fn counterexample_picture(
     entry: &Entry,
     name: &str,
     actions: &[crate::builtin::Action],
-) -> Result<(Property, Diagram), String> {
-    let property = Property::by_name(name).expect("the world's own property");
+) -> Result<(WorldProperty, Diagram), String> {
+    let property = WorldProperty::by_name(name).expect("the world's own property");
     let world = &entry.model.world;
     let run = timeline(world, actions).map_err(|step| {
         format!(

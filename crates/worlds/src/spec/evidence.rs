@@ -4,7 +4,7 @@
 //! it with `--strict`, so that no green stands for a search that never met the danger it is about.
 
 use super::ModelFile;
-use crate::builtin::{Event, Faults, Property, PropertyKind, World};
+use crate::builtin::{Event, Faults, PropertyKind, World, WorldProperty};
 use crate::check::{Kind, Report, Verdict};
 use serde::{Deserialize, Serialize};
 
@@ -83,7 +83,7 @@ pub fn evidence(model: &ModelFile, report: &Report<World>) -> Evidence {
         .iter()
         .filter(|found| found.kind != Kind::Sometimes && found.verdict == Verdict::Holds)
         .filter(|found| {
-            Property::by_name(&found.name).is_some_and(|p| p.kind() == PropertyKind::Always)
+            WorldProperty::by_name(&found.name).is_some_and(|p| p.kind() == PropertyKind::Always)
         })
         .map(|found| found.name.clone())
         .collect();

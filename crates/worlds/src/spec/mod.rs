@@ -15,7 +15,7 @@ pub use locate::field_offset;
 pub use trace::{new_trace, parse_trace, parse_trace_of, replay, ReplayOutcome, WorldTrace};
 
 use crate::builtin::{
-    Body, ClientsConfig, Event, Operation, Property, Provider, QueueConfig, World, WorldError,
+    Body, ClientsConfig, Event, Operation, Provider, QueueConfig, World, WorldError, WorldProperty,
 };
 use crate::check::Verdict;
 use crate::protocol::{Lease, ProtocolConfig};
@@ -41,7 +41,7 @@ pub struct ModelFile {
     pub source: String,
     pub world: World,
     /// Declared verdicts (`holds` or `violated`), for the properties the file cares about.
-    pub expected: BTreeMap<Property, Verdict>,
+    pub expected: BTreeMap<WorldProperty, Verdict>,
     /// Scenarios the search must reach (evidence that a `holds` is not vacuous).
     pub reached: Vec<Event>,
     pub limits: Limits,
@@ -400,12 +400,12 @@ fn expectations(
     file: &str,
     text: &str,
     raw_expect: &raw::RawExpect,
-) -> Result<(BTreeMap<Property, Verdict>, Vec<Event>), SpecError> {
+) -> Result<(BTreeMap<WorldProperty, Verdict>, Vec<Event>), SpecError> {
     let mut expected = BTreeMap::new();
     for (name, verdict) in raw_expect.verdicts() {
         if let Some(verdict) = verdict {
             let property =
-                Property::by_name(name).expect("raw expect fields are the property names");
+                WorldProperty::by_name(name).expect("raw expect fields are the property names");
             expected.insert(property, *verdict);
         }
     }
@@ -417,7 +417,7 @@ fn expectations(
             "expect",
             &format!(
                 "declare at least one property as \"holds\" or \"violated\" (one of: {})",
-                Property::ALL.map(Property::name).join(", ")
+                WorldProperty::ALL.map(WorldProperty::name).join(", ")
             ),
         ));
     }

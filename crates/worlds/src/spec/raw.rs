@@ -214,7 +214,7 @@ pub struct RawExpect {
 }
 
 impl RawExpect {
-    /// (property name, declared verdict) in `Property::ALL` order.
+    /// (property name, declared verdict) in `WorldProperty::ALL` order.
     pub fn verdicts(&self) -> [(&'static str, &Option<Verdict>); 7] {
         [
             ("no-duplicate-effect", &self.no_duplicate_effect),

@@ -3,7 +3,7 @@
 
 use super::json_locate::{self, Seg};
 use super::{parse_model, ModelFile, SpecError};
-use crate::builtin::{Action, Property};
+use crate::builtin::{Action, WorldProperty};
 use crate::check::{self, TimelineStep, Trace};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -62,7 +62,7 @@ pub fn parse_trace_of<A: Serialize + DeserializeOwned>(
 #[derive(Clone, Debug)]
 pub struct ReplayOutcome {
     pub model: ModelFile,
-    pub property: Property,
+    pub property: WorldProperty,
     pub steps: Vec<TimelineStep<Action>>,
     /// The 1-based step at which the property was violated, if it was.
     pub violated_at: Option<usize>,
@@ -80,14 +80,14 @@ pub fn replay(file: &str, text: &str, trace: &WorldTrace) -> Result<ReplayOutcom
         file: format!("{file} (its embedded model {})", trace.model),
         ..error
     })?;
-    let property = Property::by_name(&trace.property).ok_or_else(|| {
+    let property = WorldProperty::by_name(&trace.property).ok_or_else(|| {
         located(
             &[Seg::Key("property")],
             "property",
             &format!(
                 "unknown property '{}', expected one of: {}",
                 trace.property,
-                Property::ALL.map(Property::name).join(", ")
+                WorldProperty::ALL.map(WorldProperty::name).join(", ")
             ),
         )
     })?;

@@ -29,7 +29,7 @@ use super::prefix::{Prefix, Prefixes};
 use super::replay::Next;
 use super::shared::Shared;
 use super::sim::{Committed, Ghost, Txn};
-use crate::builtin::{Event, Events, Property as Named};
+use crate::builtin::{Event, Events, WorldProperty};
 use crate::check::{self, Model};
 use records::no_stuck_key;
 pub use records::{Records, RecordsIn};
@@ -497,20 +497,20 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
     /// `no-stuck-key` when the design declared its records, and the scenarios a handler world can show.
     fn properties(&self) -> Vec<check::Property<Self>> {
         let mut properties: Vec<check::Property<Self>> = [
-            Named::NoDuplicateEffect,
-            Named::NoLostEffect,
-            Named::ConsistentReplay,
+            WorldProperty::NoDuplicateEffect,
+            WorldProperty::NoLostEffect,
+            WorldProperty::ConsistentReplay,
         ]
         .into_iter()
         .map(|named| check::Property::always_unobserved(named.name(), named.violating_events()))
         .collect();
         properties.push(check::Property::eventually_at_rest(
-            Named::EventuallyResolves.name(),
+            WorldProperty::EventuallyResolves.name(),
             resolved,
         ));
         if self.records.is_some() {
             properties.push(check::Property::eventually_at_rest(
-                Named::NoStuckKey.name(),
+                WorldProperty::NoStuckKey.name(),
                 no_stuck_key,
             ));
         }
