@@ -40,7 +40,7 @@ use retrylab_sim::{atomic, backoff, plot, sim};
 use retrylab_worlds::handler;
 use retrylab_worlds::{builtin, protocol};
 
-pub use claim::{Claim, Verdict};
+pub use claim::{Claim, ClaimVerdict};
 pub use grid::{sweep, CellRuns, Context, Experiment, Grid, RunAt};
 pub use output::Output;
 
