@@ -41,7 +41,7 @@ pub use described::{DescribedStep, Party, StepKind};
 pub use events::{Event, Events};
 pub use properties::{PropertyKind, WorldProperty};
 pub use state::{
-    ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Payment, Proc, Record,
+    ClientPhase, ClientState, Job, JobStep, Key, Message, OpOutcome, OpRef, Payment, Proc, Record,
     RecordStatus, Request, Response, State, Store,
 };
 pub use symmetry::Relabel;

@@ -1,7 +1,7 @@
 //! The properties, by the names users write in model files, and the scenarios a passing model must reach.
 
 use super::events::{Event, Events};
-use super::state::{ClientPhase, Outcome, RecordStatus, State};
+use super::state::{ClientPhase, OpOutcome, RecordStatus, State};
 
 /// When a property is judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,7 +124,7 @@ impl WorldProperty {
                     || client
                         .outcomes
                         .iter()
-                        .any(|outcome| matches!(outcome, Outcome::Pending | Outcome::GaveUp))
+                        .any(|outcome| matches!(outcome, OpOutcome::Pending | OpOutcome::GaveUp))
             }),
             _ => false,
         }

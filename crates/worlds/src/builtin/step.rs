@@ -32,7 +32,7 @@ impl<S: Server> WorldOf<S> {
                 phase: ClientPhase::Ready {
                     after_conflict: false,
                 },
-                outcomes: smallvec![Outcome::Pending; self.clients.operations.len()],
+                outcomes: smallvec![OpOutcome::Pending; self.clients.operations.len()],
                 copies: 0,
             })
             .collect();
@@ -224,7 +224,7 @@ impl<S: Server> WorldOf<S> {
                     events.add(Event::RetryAfterTimeout);
                     self.send(next, client);
                 } else {
-                    self.finish_op(next, client, Outcome::GaveUp);
+                    self.finish_op(next, client, OpOutcome::GaveUp);
                 }
             }
             Action::DeliverRequest { request, proc } => {
@@ -281,7 +281,7 @@ impl<S: Server> WorldOf<S> {
         *state.network.get_or_insert(Message::Request(request), 0) += 1;
     }
 
-    fn finish_op(&self, state: &mut State, client: u8, outcome: Outcome) {
+    fn finish_op(&self, state: &mut State, client: u8, outcome: OpOutcome) {
         purge_abandoned(state, client);
         let client_state = &mut state.clients[client as usize];
         client_state.outcomes[client_state.op as usize] = outcome;
@@ -313,7 +313,7 @@ impl<S: Server> WorldOf<S> {
             self.finish_op(
                 state,
                 client,
-                Outcome::Succeeded {
+                OpOutcome::Succeeded {
                     payload: response.payload,
                 },
             );
@@ -321,7 +321,7 @@ impl<S: Server> WorldOf<S> {
             self.finish_op(
                 state,
                 client,
-                Outcome::Failed {
+                OpOutcome::Failed {
                     code: response.code,
                 },
             );
@@ -333,7 +333,7 @@ impl<S: Server> WorldOf<S> {
             }
             client_state.phase = ClientPhase::Ready { after_conflict };
         } else {
-            self.finish_op(state, client, Outcome::GaveUp);
+            self.finish_op(state, client, OpOutcome::GaveUp);
         }
     }
 

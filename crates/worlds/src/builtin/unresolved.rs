@@ -6,7 +6,9 @@
 use super::action::Action;
 use super::config::Faults;
 use super::properties::WorldProperty;
-use super::state::{ClientPhase, Key, Message, OpRef, Outcome, Proc, RecordStatus, Request, State};
+use super::state::{
+    ClientPhase, Key, Message, OpOutcome, OpRef, Proc, RecordStatus, Request, State,
+};
 use super::world::World;
 use crate::check;
 use serde::Serialize;
@@ -174,8 +176,8 @@ impl World {
                 for (client, client_state) in state.clients.iter().enumerate() {
                     for op in 0..clients.operations.len() {
                         let reason = match client_state.outcomes[op] {
-                            Outcome::GaveUp => Reason::GaveUp,
-                            Outcome::Pending => Reason::NeverAnswered,
+                            OpOutcome::GaveUp => Reason::GaveUp,
+                            OpOutcome::Pending => Reason::NeverAnswered,
                             _ => continue,
                         };
                         let op = OpRef {

@@ -331,15 +331,15 @@ fn response_text(code: u16, payload: Option<Payment>) -> String {
 }
 
 /// A client gives up only when every attempt it may charge is used (`max_attempts`).
-fn outcome_text(outcome: Outcome, max_attempts: u8) -> String {
+fn outcome_text(outcome: OpOutcome, max_attempts: u8) -> String {
     match outcome {
-        Outcome::Pending => "pending".to_string(),
-        Outcome::Succeeded { payload } => match payload {
+        OpOutcome::Pending => "pending".to_string(),
+        OpOutcome::Succeeded { payload } => match payload {
             Some(payment) => format!("success (payment {payment})"),
             None => "success".to_string(),
         },
-        Outcome::Failed { code } => format!("failed {code}"),
-        Outcome::GaveUp => {
+        OpOutcome::Failed { code } => format!("failed {code}"),
+        OpOutcome::GaveUp => {
             format!("gave up, {max_attempts} of {max_attempts} attempts used (outcome unknown)")
         }
     }
