@@ -306,8 +306,9 @@ pub enum Phase {
     Patient,
 }
 
+/// How one operation ended, from the client's point of view (as the built-in worlds' `builtin::OpOutcome`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Outcome {
+pub enum OpOutcome {
     Pending,
     Succeeded(Reply),
     Failed(u16),
@@ -319,7 +320,7 @@ pub struct Client {
     pub op: u8,
     pub attempts: u8,
     pub phase: Phase,
-    pub outcomes: Vec<Outcome>,
+    pub outcomes: Vec<OpOutcome>,
     /// `(op, attempt, status)`: attempt `attempt` of operation `op` was sent after an answer with `status`.
     /// Kept only in worlds with a request hook (`requests`), for the hook; never cleared, so a late
     /// attempt is rebuilt as it was sent.
@@ -445,7 +446,7 @@ fn resolved<H, W>(_world: &HandlerWorld<H, W>, state: &HandlerState) -> bool {
             && client
                 .outcomes
                 .iter()
-                .all(|outcome| matches!(outcome, Outcome::Succeeded(_) | Outcome::Failed(_)))
+                .all(|outcome| matches!(outcome, OpOutcome::Succeeded(_) | OpOutcome::Failed(_)))
     })
 }
 
@@ -461,7 +462,7 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
             phase: Phase::Ready {
                 after_conflict: false,
             },
-            outcomes: vec![Outcome::Pending; self.bodies.len()],
+            outcomes: vec![OpOutcome::Pending; self.bodies.len()],
             sent_after: Vec::new(),
         };
         let f = self.faults;

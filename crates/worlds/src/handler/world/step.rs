@@ -158,7 +158,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 } else if self.stays_patient(state, *client) {
                     state.clients[*client as usize].phase = Phase::Patient;
                 } else {
-                    finish(state, *client, Outcome::GaveUp, self.bodies.len());
+                    finish(state, *client, OpOutcome::GaveUp, self.bodies.len());
                 }
             }
             HandlerAction::DeliverRequest { message, proc } => {
@@ -395,10 +395,15 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             Reaction::Succeed => finish(
                 state,
                 to.client,
-                Outcome::Succeeded(reply.clone()),
+                OpOutcome::Succeeded(reply.clone()),
                 operations,
             ),
-            Reaction::Fail => finish(state, to.client, Outcome::Failed(reply.status), operations),
+            Reaction::Fail => finish(
+                state,
+                to.client,
+                OpOutcome::Failed(reply.status),
+                operations,
+            ),
             Reaction::Retry if client.attempts < self.max_attempts => {
                 self.retrying(state, *to, reply.status, events);
                 let after_conflict = reply.status == status::CONFLICT_IN_PROGRESS;
@@ -410,7 +415,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             {
                 state.clients[to.client as usize].phase = Phase::Patient;
             }
-            Reaction::Retry => finish(state, to.client, Outcome::GaveUp, operations),
+            Reaction::Retry => finish(state, to.client, OpOutcome::GaveUp, operations),
         }
     }
 }
@@ -436,7 +441,7 @@ fn take(state: &mut HandlerState, message: &Message) {
     }
 }
 
-fn finish(state: &mut HandlerState, client: u8, outcome: Outcome, operations: usize) {
+fn finish(state: &mut HandlerState, client: u8, outcome: OpOutcome, operations: usize) {
     state.network.retain(
         |message, _| !matches!(message, Message::Response { to, .. } if to.client == client),
     );

@@ -138,17 +138,17 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
 }
 
 /// What a client was told, for the explorer's panel.
-fn outcomes_text(outcomes: &[Outcome]) -> String {
+fn outcomes_text(outcomes: &[OpOutcome]) -> String {
     if outcomes.is_empty() {
         return "nothing yet".to_string();
     }
     let told: Vec<String> = outcomes
         .iter()
         .map(|outcome| match outcome {
-            Outcome::Pending => "pending".to_string(),
-            Outcome::Succeeded(reply) => format!("{} {}", reply.status, reply.body),
-            Outcome::Failed(status) => format!("failed with {status}"),
-            Outcome::GaveUp => "gave up".to_string(),
+            OpOutcome::Pending => "pending".to_string(),
+            OpOutcome::Succeeded(reply) => format!("{} {}", reply.status, reply.body),
+            OpOutcome::Failed(status) => format!("failed with {status}"),
+            OpOutcome::GaveUp => "gave up".to_string(),
         })
         .collect();
     told.join(", ")
