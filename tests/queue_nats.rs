@@ -15,7 +15,7 @@ use retrylab::handler::Clock;
 use retrylab::queue_real::broker::Broker;
 use retrylab::queue_real::broker::QueueOptions;
 use retrylab::queue_real::consumer::{consume, ConsumerDesign, EFFECTS};
-use retrylab::queue_real::drive::{self, Outcome, QueueRun, Timing};
+use retrylab::queue_real::drive::{self, EventOutcome, QueueRun, Timing};
 use retrylab::queue_real::relay::{self, Failpoint};
 use retrylab::queue_real::window::{self, RealConfig};
 use retrylab::servers::nats::TempNats;
@@ -194,8 +194,8 @@ fn traces(models: &[ModelFile]) -> Vec<(Trace, World)> {
     traces
 }
 
-fn violating(outcome: Outcome) -> bool {
-    matches!(outcome, Outcome::Duplicated | Outcome::Lost)
+fn violating(outcome: EventOutcome) -> bool {
+    matches!(outcome, EventOutcome::Duplicated | EventOutcome::Lost)
 }
 
 /// Drive every trace on stores `backend_for` makes (one fresh database per trace); the runs by trace.
@@ -239,7 +239,7 @@ fn drive_all<B: Backend>(
 
 /// The checks every store's runs must pass, and the table of outcomes.
 fn judge(traces: &[(Trace, World)], runs: &[QueueRun], store_name: &str) {
-    let mut by_model: BTreeMap<&str, Vec<Outcome>> = BTreeMap::new();
+    let mut by_model: BTreeMap<&str, Vec<EventOutcome>> = BTreeMap::new();
     println!("| model | trace | verdict | model outcome | real outcome ({store_name}) |");
     println!("|---|---|---|---|---|");
     for ((trace, _), run) in traces.iter().zip(runs) {
@@ -258,10 +258,10 @@ fn judge(traces: &[(Trace, World)], runs: &[QueueRun], store_name: &str) {
         );
         match (trace.verdict, trace.what.as_str()) {
             (Verdict::Violated, "no-duplicate-effect") => {
-                assert_eq!(run.real, Outcome::Duplicated, "{}", trace.model)
+                assert_eq!(run.real, EventOutcome::Duplicated, "{}", trace.model)
             }
             (Verdict::Violated, "no-lost-effect") => {
-                assert_eq!(run.real, Outcome::Lost, "{}", trace.model)
+                assert_eq!(run.real, EventOutcome::Lost, "{}", trace.model)
             }
             (Verdict::Violated, other) => panic!("{}: no real outcome for {other}", trace.model),
             _ => {
@@ -288,7 +288,7 @@ fn judge(traces: &[(Trace, World)], runs: &[QueueRun], store_name: &str) {
         let holding = &by_model[holds];
         // Evidence that the holding model's danger was presented to the real consumer and absorbed.
         assert!(
-            holding.contains(&Outcome::Absorbed),
+            holding.contains(&EventOutcome::Absorbed),
             "{holds}: nothing absorbed for real"
         );
         assert!(
@@ -473,7 +473,7 @@ fn an_outbox_relay_restarting_inside_the_window_is_absorbed_by_the_broker() {
     .unwrap();
     assert_eq!(
         (run.real, run.model),
-        (Outcome::Absorbed, Outcome::Absorbed)
+        (EventOutcome::Absorbed, EventOutcome::Absorbed)
     );
     assert_eq!(run.effects_per_step.last(), Some(&1));
     // The same relay restarting after the window.
@@ -500,7 +500,7 @@ fn an_outbox_relay_restarting_inside_the_window_is_absorbed_by_the_broker() {
     }
     assert_eq!(
         (run.real, run.model),
-        (Outcome::Duplicated, Outcome::Duplicated)
+        (EventOutcome::Duplicated, EventOutcome::Duplicated)
     );
 }
 

@@ -21,7 +21,7 @@
 
 use super::broker::{Broker, Queue, QueueOptions};
 use super::consumer::{Consumer, ConsumerDesign, Phase};
-pub use super::outcome::Outcome;
+pub use super::outcome::EventOutcome;
 use super::outcome::Seen;
 use super::relay::{self, Failpoint};
 use crate::builtin::{
@@ -57,8 +57,8 @@ const WINDOW_MIN: Duration = Duration::from_millis(100);
 /// What a drive saw.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueRun {
-    pub real: Outcome,
-    pub model: Outcome,
+    pub real: EventOutcome,
+    pub model: EventOutcome,
     /// Effect rows after each step (equal to the model's, or the drive stopped with an error).
     pub effects_per_step: Vec<usize>,
     /// The stream's duplicate window.
