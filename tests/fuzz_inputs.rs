@@ -154,7 +154,7 @@ fn assert_located(error: &SpecError, file: &str, text: &str) {
 }
 
 fn verdict_of(world: &World) {
-    let report = world.checker().max_states(FUZZ_STATES_MAX).bfs();
+    let report = world.checker().states_max(FUZZ_STATES_MAX).bfs();
     assert!(report.states >= 1);
 }
 

@@ -109,7 +109,7 @@ fn a_lease_unsticks_the_key_that_the_article_design_leaves_stuck() {
 #[test]
 fn a_search_cut_short_is_incomplete_never_holds() {
     let model = load("article-sqlite.toml");
-    let report = model.world.checker().max_states(1000).bfs();
+    let report = model.world.checker().states_max(1000).bfs();
     assert!(!report.complete);
     assert_eq!(
         report.verdict(WorldProperty::NoDuplicateEffect.name()),

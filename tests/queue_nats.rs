@@ -148,7 +148,7 @@ struct Trace {
 fn traces(models: &[ModelFile]) -> Vec<(Trace, World)> {
     let mut traces = Vec::new();
     for model in models {
-        let report = model.world.checker().max_states(SEARCH_STATES_MAX).bfs();
+        let report = model.world.checker().states_max(SEARCH_STATES_MAX).bfs();
         let violated: Vec<WorldProperty> = model
             .expected
             .iter()
@@ -450,7 +450,7 @@ fn an_outbox_relay_restarting_inside_the_window_is_absorbed_by_the_broker() {
         .faults(faults)
         .build()
         .unwrap();
-    let report = inside.checker().max_states(SEARCH_STATES_MAX).bfs();
+    let report = inside.checker().states_max(SEARCH_STATES_MAX).bfs();
     assert_eq!(
         report.verdict(WorldProperty::NoDuplicateEffect.name()),
         Verdict::Holds
@@ -480,7 +480,7 @@ fn an_outbox_relay_restarting_inside_the_window_is_absorbed_by_the_broker() {
     let mut faults = inside.faults();
     faults.window_expiries = 1;
     let after = inside.to_builder().faults(faults).build().unwrap();
-    let report = after.checker().max_states(SEARCH_STATES_MAX).bfs();
+    let report = after.checker().states_max(SEARCH_STATES_MAX).bfs();
     let actions = report
         .counterexample(WorldProperty::NoDuplicateEffect.name())
         .expect("a republish after the window duplicates");
@@ -583,7 +583,7 @@ fn a_real_consumer_unlike_the_model_is_caught() {
         .find(|model| file_name(model) == "queue-inbox-same-transaction.toml")
         .expect("the shipped model");
     let world = model.world.queue().expect("a queue model");
-    let report = model.world.checker().max_states(SEARCH_STATES_MAX).bfs();
+    let report = model.world.checker().states_max(SEARCH_STATES_MAX).bfs();
     let actions = report.example("inbox-conflict").expect("reached");
     let mut design = drive::design_of(world);
     design.inbox = Inbox::AfterEffect;

@@ -66,7 +66,7 @@ fn every_counterexample_replays_on_real_code_and_duplicates_duplicate() {
         {
             continue;
         }
-        let report = model.world.checker().max_states(SEARCH_STATES_MAX).bfs();
+        let report = model.world.checker().states_max(SEARCH_STATES_MAX).bfs();
         if model.expected.get(&WorldProperty::NoDuplicateEffect) == Some(&Verdict::Violated) {
             assert!(
                 report

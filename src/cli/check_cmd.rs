@@ -85,7 +85,7 @@ fn check_one(args: &CheckArgs, model: &ModelFile, stem: &str) -> Result<Checked,
     let bar = output::progress(args.json, &format!("{} states", model.path));
     let started = Instant::now();
     let report = Checker::new(&model.world)
-        .max_states(args.max_states.unwrap_or(model.limits.max_states))
+        .states_max(args.states_max.unwrap_or(model.limits.states_max))
         .max_depth(args.max_depth.unwrap_or(model.limits.max_depth))
         .max_memory_mib(super::max_memory_mib(args.max_memory))
         .symmetry(args.symmetry)

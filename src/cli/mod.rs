@@ -157,8 +157,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// Override every model's limits.max-states.
-    #[arg(long)]
-    pub max_states: Option<u64>,
+    #[arg(long = "max-states", value_name = "MAX_STATES")]
+    pub states_max: Option<u64>,
     /// Override every model's limits.max-depth.
     #[arg(long)]
     pub max_depth: Option<u32>,

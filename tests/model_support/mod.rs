@@ -22,7 +22,7 @@ pub fn checker(model: &ModelFile) -> Checker<'_, World> {
     model
         .world
         .checker()
-        .max_states(model.limits.max_states)
+        .states_max(model.limits.states_max)
         .max_depth(model.limits.max_depth)
 }
 

@@ -124,7 +124,7 @@ pub(crate) fn explore<M: Model>(
         while done < units.len() {
             // Near `max-states`, smaller rounds, so the search stops close to the bound.
             let remaining = bounds
-                .max_states
+                .states_max
                 .min(NODES_MAX)
                 .saturating_sub(search.nodes.len() as u64);
             let round_units = ((remaining / (4 * UNIT_STATES as u64)) as usize)
@@ -267,8 +267,8 @@ impl<M: Model> Search<M> {
                 self.found.name(target)
             ));
         }
-        if self.nodes.len() as u64 >= bounds.max_states {
-            return Some(format!("max-states {} reached", bounds.max_states));
+        if self.nodes.len() as u64 >= bounds.states_max {
+            return Some(format!("max-states {} reached", bounds.states_max));
         }
         if self.nodes.len() as u64 >= NODES_MAX {
             return Some(format!("{NODES_MAX} states reached (node ids are 32-bit)"));

@@ -1,5 +1,5 @@
 //! The checker builder: bounds and knobs, then one of the three runs. Used the same way by the CLI, the tests and
-//! the examples: `model.checker().threads(2).max_states(1_000_000).bfs().assert_properties()`.
+//! the examples: `model.checker().threads(2).states_max(1_000_000).bfs().assert_properties()`.
 
 use super::judge::PathJudge;
 use super::model::Model;
@@ -13,7 +13,7 @@ use std::time::Duration;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bounds {
     /// Stop once this many unique states are known.
-    pub max_states: u64,
+    pub states_max: u64,
     /// Do not expand states at this depth (walks: steps per walk).
     pub max_depth: u32,
     /// Stop once the search's own structures would exceed this many bytes (estimated).
@@ -31,7 +31,7 @@ pub struct Bounds {
 impl Default for Bounds {
     fn default() -> Self {
         Bounds {
-            max_states: 20_000_000,
+            states_max: 20_000_000,
             max_depth: 500,
             max_memory_bytes: 8 << 30,
             timeout: None,
@@ -95,8 +95,8 @@ impl<'a, M: Model> Checker<'a, M> {
         self
     }
 
-    pub fn max_states(mut self, max_states: u64) -> Self {
-        self.bounds.max_states = max_states;
+    pub fn states_max(mut self, states_max: u64) -> Self {
+        self.bounds.states_max = states_max;
         self
     }
 

@@ -85,7 +85,7 @@ fn a_search_cut_short_is_incomplete_never_holds() {
     assert_eq!(report.verdict("at most top"), Verdict::Incomplete);
     assert_eq!(report.verdict("reaches top"), Verdict::Incomplete);
     assert_eq!(report.verdict("ends at top"), Verdict::Incomplete);
-    let report = counter.checker().max_states(3).bfs();
+    let report = counter.checker().states_max(3).bfs();
     assert!(!report.complete);
     assert_eq!(report.verdict("at most top"), Verdict::Incomplete);
     // What was found within the bound is still found.

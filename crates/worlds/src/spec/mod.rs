@@ -27,7 +27,7 @@ use toml::Spanned;
 /// Search bounds a model file may set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    pub max_states: u64,
+    pub states_max: u64,
     pub max_depth: u32,
 }
 
@@ -216,7 +216,7 @@ pub fn parse_model(file: &str, text: &str) -> Result<ModelFile, SpecError> {
         expected,
         reached,
         limits: Limits {
-            max_states: raw.limits.max_states,
+            states_max: raw.limits.states_max,
             max_depth: raw.limits.max_depth,
         },
     })

@@ -231,8 +231,8 @@ impl RawExpect {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawLimits {
-    #[serde(default = "default_max_states")]
-    pub max_states: u64,
+    #[serde(rename = "max-states", default = "default_states_max")]
+    pub states_max: u64,
     #[serde(default = "default_max_depth")]
     pub max_depth: u32,
 }
@@ -240,13 +240,13 @@ pub struct RawLimits {
 impl Default for RawLimits {
     fn default() -> Self {
         RawLimits {
-            max_states: default_max_states(),
+            states_max: default_states_max(),
             max_depth: default_max_depth(),
         }
     }
 }
 
-fn default_max_states() -> u64 {
+fn default_states_max() -> u64 {
     5_000_000
 }
 fn default_max_depth() -> u32 {
