@@ -115,7 +115,7 @@ fn a_search_cut_short_is_incomplete_never_holds() {
         report.verdict(WorldProperty::NoDuplicateEffect.name()),
         Verdict::Incomplete
     );
-    let report = model.world.checker().max_depth(5).bfs();
+    let report = model.world.checker().depth_max(5).bfs();
     assert!(!report.complete);
     assert_eq!(
         report.verdict(WorldProperty::NoDuplicateEffect.name()),

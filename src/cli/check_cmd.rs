@@ -86,7 +86,7 @@ fn check_one(args: &CheckArgs, model: &ModelFile, stem: &str) -> Result<Checked,
     let started = Instant::now();
     let report = Checker::new(&model.world)
         .states_max(args.states_max.unwrap_or(model.limits.states_max))
-        .max_depth(args.max_depth.unwrap_or(model.limits.max_depth))
+        .depth_max(args.depth_max.unwrap_or(model.limits.depth_max))
         .max_memory_mib(super::max_memory_mib(args.max_memory))
         .symmetry(args.symmetry)
         .por(match args.por {

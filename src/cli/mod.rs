@@ -160,8 +160,8 @@ pub struct CheckArgs {
     #[arg(long = "max-states", value_name = "MAX_STATES")]
     pub states_max: Option<u64>,
     /// Override every model's limits.max-depth.
-    #[arg(long)]
-    pub max_depth: Option<u32>,
+    #[arg(long = "max-depth", value_name = "MAX_DEPTH")]
+    pub depth_max: Option<u32>,
     /// Stop a search (as incomplete) before its structures exceed this many MiB. Default: half the memory
     /// available to this process (its cgroup's limit, else MemAvailable), at most 8192.
     #[arg(long, alias = "max-memory-mib", value_name = "MIB")]
@@ -201,8 +201,8 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Steps per walk at most.
-    #[arg(long, default_value_t = 400)]
-    pub max_depth: u32,
+    #[arg(long = "max-depth", value_name = "MAX_DEPTH", default_value_t = 400)]
+    pub depth_max: u32,
     /// One JSON object per model per line on stdout (`merge` combines the shards' lines).
     #[arg(long)]
     pub json: bool,

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::Instant;
 
 pub fn run(args: &SimulateArgs) -> i32 {
-    if let Err(message) = check_seeds(args.seeds, args.max_depth) {
+    if let Err(message) = check_seeds(args.seeds, args.depth_max) {
         errln!("error: --seeds: {message}");
         return EXIT_BAD_INPUT;
     }
@@ -62,15 +62,15 @@ pub fn run(args: &SimulateArgs) -> i32 {
 
 /// Refuse a run whose summary could not be counted: every walk's steps add up in a u64 (and `merge` adds the
 /// shards' up again), so seeds x max-depth must fit.
-fn check_seeds(seeds: u64, max_depth: u32) -> Result<(), String> {
+fn check_seeds(seeds: u64, depth_max: u32) -> Result<(), String> {
     if seeds == 0 {
         return Err("must be at least 1".to_string());
     }
-    if seeds.checked_mul(u64::from(max_depth)).is_none() {
+    if seeds.checked_mul(u64::from(depth_max)).is_none() {
         return Err(format!(
-            "{seeds} walks of up to {max_depth} steps: the step total would not fit in 64 bits (at most {} seeds \
+            "{seeds} walks of up to {depth_max} steps: the step total would not fit in 64 bits (at most {} seeds \
              at this --max-depth)",
-            u64::MAX / u64::from(max_depth)
+            u64::MAX / u64::from(depth_max)
         ));
     }
     Ok(())
@@ -92,7 +92,7 @@ fn simulate_one(
     let bar = output::progress(args.json, &format!("{} walks", model.path));
     let started = Instant::now();
     let mut checker = Checker::new(&model.world)
-        .max_depth(args.max_depth)
+        .depth_max(args.depth_max)
         .max_memory_mib(super::max_memory_mib(args.max_memory));
     if let Some((k, n)) = args.shard {
         checker = checker.shard(k, n);
@@ -157,7 +157,7 @@ fn print_human(
         args.seed,
         report.states,
         report.cut_walks,
-        args.max_depth,
+        args.depth_max,
         elapsed_ms as f64 / 1000.0
     );
     output::print_rows(model, report, &output::lengths(report), &header);
@@ -202,7 +202,7 @@ fn json_line(
             .filter_map(|(property, seed, _)| Some((property.name().to_string(), (*seed)?)))
             .collect(),
         cut_walks: report.cut_walks,
-        depth: args.max_depth,
+        depth: args.depth_max,
         elapsed_ms,
         expected: output::expected_map(model),
         first_seed: args.seed,

@@ -23,7 +23,7 @@ pub fn checker(model: &ModelFile) -> Checker<'_, World> {
         .world
         .checker()
         .states_max(model.limits.states_max)
-        .max_depth(model.limits.max_depth)
+        .depth_max(model.limits.depth_max)
 }
 
 /// The model file's own search.

@@ -108,9 +108,9 @@ pub(crate) fn explore<M: Model>(
     let mut deepest_expanded = 0u32;
 
     'levels: while !frontier.is_empty() {
-        if depth >= bounds.max_depth {
+        if depth >= bounds.depth_max {
             if can_move(model, &frontier) {
-                search.stopped_by = Some(format!("max-depth {} reached", bounds.max_depth));
+                search.stopped_by = Some(format!("max-depth {} reached", bounds.depth_max));
             }
             break;
         }

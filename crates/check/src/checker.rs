@@ -15,7 +15,7 @@ pub struct Bounds {
     /// Stop once this many unique states are known.
     pub states_max: u64,
     /// Do not expand states at this depth (walks: steps per walk).
-    pub max_depth: u32,
+    pub depth_max: u32,
     /// Stop once the search's own structures would exceed this many bytes (estimated).
     pub max_memory_bytes: u64,
     /// Stop after this much wall-clock time (the one bound that makes a run depend on the machine).
@@ -32,7 +32,7 @@ impl Default for Bounds {
     fn default() -> Self {
         Bounds {
             states_max: 20_000_000,
-            max_depth: 500,
+            depth_max: 500,
             max_memory_bytes: 8 << 30,
             timeout: None,
             stop_on: None,
@@ -100,8 +100,8 @@ impl<'a, M: Model> Checker<'a, M> {
         self
     }
 
-    pub fn max_depth(mut self, max_depth: u32) -> Self {
-        self.bounds.max_depth = max_depth;
+    pub fn depth_max(mut self, depth_max: u32) -> Self {
+        self.bounds.depth_max = depth_max;
         self
     }
 
@@ -175,9 +175,9 @@ impl<'a, M: Model> Checker<'a, M> {
         })
     }
 
-    /// `count` seeded random walks from seed `first_seed` (at most `max_depth` steps each). Memory does not grow
+    /// `count` seeded random walks from seed `first_seed` (at most `depth_max` steps each). Memory does not grow
     /// with `count`; a run that `max_memory_mib` cuts short is incomplete (`stopped_by`). The step total saturates
-    /// at `u64::MAX`: a caller with more than `u64::MAX / max_depth` seeds should refuse them first.
+    /// at `u64::MAX`: a caller with more than `u64::MAX / depth_max` seeds should refuse them first.
     pub fn walks(self, first_seed: u64, count: u64) -> Report<M> {
         let seeds = Seeds {
             first: first_seed,
@@ -191,7 +191,7 @@ impl<'a, M: Model> Checker<'a, M> {
             walk::simulate(
                 self.model,
                 &seeds,
-                bounds.max_depth,
+                bounds.depth_max,
                 bounds.max_memory_bytes,
                 &|walks| {
                     let states =

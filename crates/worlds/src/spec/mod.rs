@@ -28,7 +28,7 @@ use toml::Spanned;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     pub states_max: u64,
-    pub max_depth: u32,
+    pub depth_max: u32,
 }
 
 /// A parsed, validated model file.
@@ -217,7 +217,7 @@ pub fn parse_model(file: &str, text: &str) -> Result<ModelFile, SpecError> {
         reached,
         limits: Limits {
             states_max: raw.limits.states_max,
-            max_depth: raw.limits.max_depth,
+            depth_max: raw.limits.depth_max,
         },
     })
 }

@@ -233,15 +233,15 @@ impl RawExpect {
 pub struct RawLimits {
     #[serde(rename = "max-states", default = "default_states_max")]
     pub states_max: u64,
-    #[serde(default = "default_max_depth")]
-    pub max_depth: u32,
+    #[serde(rename = "max-depth", default = "default_depth_max")]
+    pub depth_max: u32,
 }
 
 impl Default for RawLimits {
     fn default() -> Self {
         RawLimits {
             states_max: default_states_max(),
-            max_depth: default_max_depth(),
+            depth_max: default_depth_max(),
         }
     }
 }
@@ -249,6 +249,6 @@ impl Default for RawLimits {
 fn default_states_max() -> u64 {
     5_000_000
 }
-fn default_max_depth() -> u32 {
+fn default_depth_max() -> u32 {
     400
 }
