@@ -297,7 +297,7 @@ fn the_fixes_hold_with_a_retry_racing_its_original() {
         400 => Reaction::Retry,
         other => Reaction::default_for(other),
     })
-    .max_attempts(4)
+    .attempts_max(4)
     .faults(faults);
     assert_eq!(verdicts(fixing), (Verdict::Holds, true));
 }

@@ -130,7 +130,7 @@ fn kinds_say_what_the_report_used_to_read_from_the_english() {
         };
         let lossy = base
             .to_builder()
-            .max_attempts(attempts)
+            .attempts_max(attempts)
             .faults(faults)
             .build()
             .unwrap();

@@ -61,7 +61,7 @@ pub fn search(base: &World, states_max: u64, on_search: &dyn Fn(&Row)) -> Vec<Ro
         worlds.push((
             "max-attempts",
             u32::from(attempts),
-            vary(&|b| b.max_attempts(attempts)),
+            vary(&|b| b.attempts_max(attempts)),
         ));
     }
     for faults in 0..=4u32 {

@@ -157,7 +157,7 @@ pub fn drive_with<B: Backend>(
     let options = QueueOptions {
         duplicate_window: window,
         ack_wait: timing.ack_wait,
-        max_deliver: i64::from(clients.max_attempts),
+        max_deliver: i64::from(clients.attempts_max),
     };
     let queue = broker.queue(stream, options)?;
     let relay_crashes = actions

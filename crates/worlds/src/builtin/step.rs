@@ -174,7 +174,7 @@ impl<S: Server> WorldOf<S> {
 
     fn may_send(&self, state: &State, client: u8, after_conflict: bool) -> bool {
         let client_state = &state.clients[client as usize];
-        if client_state.charged >= self.clients.max_attempts {
+        if client_state.charged >= self.clients.attempts_max {
             return false;
         }
         // Retry-After: told 409 by a server with a lease, the client waits until the lease is over (or the record
@@ -220,7 +220,7 @@ impl<S: Server> WorldOf<S> {
                     next.budgets[EARLY_TIMEOUTS] -= 1;
                 }
                 let charged = next.clients[client as usize].charged;
-                if charged < self.clients.max_attempts {
+                if charged < self.clients.attempts_max {
                     events.add(Event::RetryAfterTimeout);
                     self.send(next, client);
                 } else {
@@ -308,7 +308,7 @@ impl<S: Server> WorldOf<S> {
         }
         let retry_after =
             response.code == status::CONFLICT_IN_PROGRESS && self.server.lease().is_some();
-        let retries_left = retry_after || client_state.charged < self.clients.max_attempts;
+        let retries_left = retry_after || client_state.charged < self.clients.attempts_max;
         if status::is_success(response.code) {
             self.finish_op(
                 state,

@@ -248,7 +248,7 @@ impl World {
         reason: Reason,
         key: Option<Key>,
     ) -> Unresolved {
-        let max_attempts = self.clients().max_attempts;
+        let attempts_max = self.clients().attempts_max;
         let client = &state.clients[usize::from(op.client)];
         let current = client.phase != ClientPhase::Done && client.op == op.op;
         let record = key.and_then(|key| state.store.records.get(&key).map(|r| (key, r)));
@@ -261,11 +261,11 @@ impl World {
             reason,
             // A client gives up only with every attempt used; its counters are reset once the operation ended.
             attempts_used: match reason {
-                Reason::GaveUp => max_attempts,
+                Reason::GaveUp => attempts_max,
                 _ if current => client.charged,
                 _ => 0,
             },
-            attempts_max: max_attempts,
+            attempts_max,
             faults_exhausted: Vec::new(),
         }
     }

@@ -338,8 +338,8 @@ fn clients_config(
         ClientsConfig::COUNT_MAX,
     )
     .map_err(own)?;
-    let max_attempts =
-        positive(&raw_clients.max_attempts, "clients.max-attempts", 15).map_err(own)?;
+    let attempts_max =
+        positive(&raw_clients.attempts_max, "clients.max-attempts", 15).map_err(own)?;
     let operations_at = raw_clients.count.span().start;
     if raw_clients.operations.is_empty() || raw_clients.operations.len() > 8 {
         return Err((
@@ -388,7 +388,7 @@ fn clients_config(
     }
     let clients = ClientsConfig {
         count,
-        max_attempts,
+        attempts_max,
         key_policy: raw_clients.key_policy,
         operations,
     };

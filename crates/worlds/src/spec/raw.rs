@@ -157,8 +157,8 @@ fn default_scope() -> KeyScope {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawClients {
     pub count: Spanned<u8>,
-    #[serde(default = "default_attempts")]
-    pub max_attempts: Spanned<u8>,
+    #[serde(rename = "max-attempts", default = "default_attempts")]
+    pub attempts_max: Spanned<u8>,
     #[serde(default = "default_key_policy")]
     pub key_policy: KeyPolicy,
     pub operations: Vec<Spanned<RawOperation>>,

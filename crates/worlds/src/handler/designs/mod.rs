@@ -42,7 +42,7 @@ pub fn knob_twin<H: Handler>(handler: H, model: &crate::spec::ModelFile) -> Hand
         .bodies(&bodies)
         .key_per_attempt(per_attempt)
         .processes(world.processes())
-        .max_attempts(world.clients().max_attempts)
+        .attempts_max(world.clients().attempts_max)
         .faults(HandlerFaults {
             drop_requests: faults.drop_requests,
             drop_responses: faults.drop_responses,

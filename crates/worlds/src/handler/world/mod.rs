@@ -61,7 +61,7 @@ pub struct HandlerWorld<H, W = NoWorker> {
     pub(super) bodies: Vec<String>,
     /// A new key for every attempt (docs/domain.md mistake 2) instead of one per operation.
     pub(super) key_per_attempt: bool,
-    pub(super) max_attempts: u8,
+    pub(super) attempts_max: u8,
     pub(super) processes: u8,
     pub(super) faults: HandlerFaults,
     pub(super) pause_ms: u64,
@@ -97,7 +97,7 @@ impl<H: Handler> HandlerWorld<H, NoWorker> {
             clients,
             bodies: vec![body.to_string()],
             key_per_attempt: false,
-            max_attempts: 3,
+            attempts_max: 3,
             processes: 1,
             faults: HandlerFaults::default(),
             pause_ms: 60_000,
@@ -125,7 +125,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             clients: self.clients,
             bodies: self.bodies,
             key_per_attempt: self.key_per_attempt,
-            max_attempts: self.max_attempts,
+            attempts_max: self.attempts_max,
             processes: self.processes,
             faults: self.faults,
             pause_ms: self.pause_ms,
@@ -188,9 +188,9 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         self
     }
 
-    pub fn max_attempts(mut self, attempts: u8) -> Self {
+    pub fn attempts_max(mut self, attempts: u8) -> Self {
         assert!((1..=8).contains(&attempts), "1 to 8 attempts");
-        self.max_attempts = attempts;
+        self.attempts_max = attempts;
         self
     }
 

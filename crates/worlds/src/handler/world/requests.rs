@@ -59,7 +59,7 @@ pub enum Reaction {
     Succeed,
     /// The operation failed for good (a definite failure: it counts as resolved).
     Fail,
-    /// Send another attempt (within `max_attempts`; after a 409 it waits `retry_after_ms` first). The request
+    /// Send another attempt (within `attempts_max`; after a 409 it waits `retry_after_ms` first). The request
     /// hook sees the status in [`Attempt::after_status`]: "fix the body and retry with the same key".
     Retry,
 }
@@ -204,7 +204,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// is the same request.
     pub(super) fn retry_note(&self, before: &HandlerState, client: u8) -> String {
         let current = &before.clients[client as usize];
-        if self.hooks.request.is_none() || current.attempts >= self.max_attempts {
+        if self.hooks.request.is_none() || current.attempts >= self.attempts_max {
             return String::new();
         }
         let op = Op {

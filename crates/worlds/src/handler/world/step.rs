@@ -152,7 +152,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 if self.attempt_alive(state, *client) {
                     state.budgets[EARLY_TIMEOUTS_AT] -= 1;
                 }
-                if state.clients[*client as usize].attempts < self.max_attempts {
+                if state.clients[*client as usize].attempts < self.attempts_max {
                     events.add(Event::RetryAfterTimeout);
                     self.send(state, *client, &mut events);
                 } else if self.stays_patient(state, *client) {
@@ -404,7 +404,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 OpOutcome::Failed(reply.status),
                 operations,
             ),
-            Reaction::Retry if client.attempts < self.max_attempts => {
+            Reaction::Retry if client.attempts < self.attempts_max => {
                 self.retrying(state, *to, reply.status, events);
                 let after_conflict = reply.status == status::CONFLICT_IN_PROGRESS;
                 state.clients[to.client as usize].phase = Phase::Ready { after_conflict };

@@ -143,7 +143,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// when the 409 arrives is unsound: a worker may have freed the key between the reply and its delivery.)
     pub(super) fn stays_patient(&self, state: &HandlerState, client: u8) -> bool {
         let attempts = state.clients[client as usize].attempts;
-        self.fair && attempts < self.max_attempts.saturating_add(POLLS_MAX)
+        self.fair && attempts < self.attempts_max.saturating_add(POLLS_MAX)
     }
 }
 
