@@ -87,7 +87,7 @@ fn check_one(args: &CheckArgs, model: &ModelFile, stem: &str) -> Result<Checked,
     let report = Checker::new(&model.world)
         .states_max(args.states_max.unwrap_or(model.limits.states_max))
         .depth_max(args.depth_max.unwrap_or(model.limits.depth_max))
-        .max_memory_mib(super::max_memory_mib(args.max_memory))
+        .memory_mib_max(super::memory_mib_max(args.memory_mib_max))
         .symmetry(args.symmetry)
         .por(match args.por {
             OnOff::On => Por::On,

@@ -93,7 +93,7 @@ fn simulate_one(
     let started = Instant::now();
     let mut checker = Checker::new(&model.world)
         .depth_max(args.depth_max)
-        .max_memory_mib(super::max_memory_mib(args.max_memory));
+        .memory_mib_max(super::memory_mib_max(args.memory_mib_max));
     if let Some((k, n)) = args.shard {
         checker = checker.shard(k, n);
     }

@@ -129,7 +129,7 @@ pub(crate) fn explore<M: Model>(
                 .saturating_sub(search.nodes.len() as u64);
             let round_units = ((remaining / (4 * UNIT_STATES as u64)) as usize)
                 .clamp(1, ROUND_UNITS)
-                .min(search.units_within(bounds.max_memory_bytes));
+                .min(search.units_within(bounds.memory_bytes_max));
             let round = &units[done..(done + round_units).min(units.len())];
             done += round.len();
             if outputs.len() < round.len() {
@@ -158,10 +158,10 @@ pub(crate) fn explore<M: Model>(
                 break 'levels;
             }
             search.measure(&frontier, &next_frontier, outputs, round.len());
-            if search.peak_bytes >= bounds.max_memory_bytes {
+            if search.peak_bytes >= bounds.memory_bytes_max {
                 search.stopped_by = Some(format!(
                     "max-memory {} bytes reached",
-                    bounds.max_memory_bytes
+                    bounds.memory_bytes_max
                 ));
                 break 'levels;
             }
@@ -311,10 +311,10 @@ impl<M: Model> Search<M> {
         }
     }
 
-    /// Units the next round may expand without passing `max_memory_bytes`, judging by the most a unit has
+    /// Units the next round may expand without passing `memory_bytes_max`, judging by the most a unit has
     /// added so far (near the bound rounds shrink, so the search stops close to it).
-    fn units_within(&self, max_memory_bytes: u64) -> usize {
-        let room = max_memory_bytes.saturating_sub(self.held_bytes);
+    fn units_within(&self, memory_bytes_max: u64) -> usize {
+        let room = memory_bytes_max.saturating_sub(self.held_bytes);
         (room / self.unit_growth_bytes.max(1)).clamp(1, ROUND_UNITS as u64) as usize
     }
 

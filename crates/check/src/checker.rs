@@ -17,7 +17,7 @@ pub struct Bounds {
     /// Do not expand states at this depth (walks: steps per walk).
     pub depth_max: u32,
     /// Stop once the search's own structures would exceed this many bytes (estimated).
-    pub max_memory_bytes: u64,
+    pub memory_bytes_max: u64,
     /// Stop after this much wall-clock time (the one bound that makes a run depend on the machine).
     pub timeout: Option<Duration>,
     /// Stop as soon as this property is violated (the others are then `incomplete` unless decided too).
@@ -33,7 +33,7 @@ impl Default for Bounds {
         Bounds {
             states_max: 20_000_000,
             depth_max: 500,
-            max_memory_bytes: 8 << 30,
+            memory_bytes_max: 8 << 30,
             timeout: None,
             stop_on: None,
             symmetry: false,
@@ -105,8 +105,8 @@ impl<'a, M: Model> Checker<'a, M> {
         self
     }
 
-    pub fn max_memory_mib(mut self, mebibytes: u64) -> Self {
-        self.bounds.max_memory_bytes = mebibytes.saturating_mul(1 << 20);
+    pub fn memory_mib_max(mut self, mebibytes: u64) -> Self {
+        self.bounds.memory_bytes_max = mebibytes.saturating_mul(1 << 20);
         self
     }
 
@@ -176,7 +176,7 @@ impl<'a, M: Model> Checker<'a, M> {
     }
 
     /// `count` seeded random walks from seed `first_seed` (at most `depth_max` steps each). Memory does not grow
-    /// with `count`; a run that `max_memory_mib` cuts short is incomplete (`stopped_by`). The step total saturates
+    /// with `count`; a run that `memory_mib_max` cuts short is incomplete (`stopped_by`). The step total saturates
     /// at `u64::MAX`: a caller with more than `u64::MAX / depth_max` seeds should refuse them first.
     pub fn walks(self, first_seed: u64, count: u64) -> Report<M> {
         let seeds = Seeds {
@@ -192,7 +192,7 @@ impl<'a, M: Model> Checker<'a, M> {
                 self.model,
                 &seeds,
                 bounds.depth_max,
-                bounds.max_memory_bytes,
+                bounds.memory_bytes_max,
                 &|walks| {
                     let states =
                         done.fetch_add(walks, std::sync::atomic::Ordering::Relaxed) + walks;

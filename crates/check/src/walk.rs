@@ -183,13 +183,13 @@ fn walk_bytes_max<M: Model>(properties: usize, depth_max: u32) -> u64 {
 
 /// Run the seeds in chunks (each in parallel, merged in seed order, so the report does not depend on threads),
 /// keeping only the summary: memory does not grow with the seed count. Per property the path kept is the
-/// shortest, the first seed among equally short ones. A chunk that could exceed `max_memory_bytes` is not
+/// shortest, the first seed among equally short ones. A chunk that could exceed `memory_bytes_max` is not
 /// started: the run stops, incomplete.
 pub(crate) fn simulate<M: Model>(
     model: &M,
     seeds: &Seeds,
     depth_max: u32,
-    max_memory_bytes: u64,
+    memory_bytes_max: u64,
     on_progress: &(dyn Fn(u64) + Sync),
 ) -> Report<M> {
     let plan = Plan::new(model);
@@ -198,12 +198,12 @@ pub(crate) fn simulate<M: Model>(
     let total = seeds.len();
     let mut stopped_by = None;
     while summary.walks < total {
-        let room = max_memory_bytes.saturating_sub(summary.kept_bytes());
+        let room = memory_bytes_max.saturating_sub(summary.kept_bytes());
         let chunk = (total - summary.walks)
             .min(CHUNK_SEEDS_MAX)
             .min(room / walk_bytes);
         if chunk == 0 {
-            stopped_by = Some(format!("max-memory {max_memory_bytes} bytes reached"));
+            stopped_by = Some(format!("max-memory {memory_bytes_max} bytes reached"));
             break;
         }
         let from = summary.walks;
