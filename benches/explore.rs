@@ -29,7 +29,7 @@ fn bfs(c: &mut Criterion) {
 
 fn walks(c: &mut Criterion) {
     let model = load_model(Path::new("models/article-sqlite.toml")).expect("the model parses");
-    let walks = || model.world.checker().max_depth(400).walks(0, 1000);
+    let walks = || model.world.checker().depth_max(400).walks(0, 1000);
     let steps = walks().states;
     let mut group = c.benchmark_group("walks");
     group.sample_size(10);

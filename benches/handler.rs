@@ -48,11 +48,11 @@ no-duplicate-effect = "holds"
 "#;
 
 /// The fastest of `REPEAT_COUNT` searches: (states, seconds).
-fn measure<M: Model>(model: &M, max_states: u64) -> (u64, f64) {
+fn measure<M: Model>(model: &M, states_max: u64) -> (u64, f64) {
     let mut best = (0, f64::INFINITY);
     for _ in 0..REPEAT_COUNT {
         let started = Instant::now();
-        let report = model.checker().threads(1).max_states(max_states).bfs();
+        let report = model.checker().threads(1).states_max(states_max).bfs();
         let seconds = started.elapsed().as_secs_f64();
         if seconds < best.1 {
             best = (report.states, seconds);
@@ -72,10 +72,10 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".to_string())
 }
 
-fn compare(name: &str, model: &retrylab::spec::Model, max_states: u64) {
+fn compare(name: &str, model: &retrylab::spec::ModelFile, states_max: u64) {
     let handler_world = knob_twin(Article, model);
-    let (built_states, built_s) = measure(&model.world, max_states);
-    let (handler_states, handler_s) = measure(&handler_world, max_states);
+    let (built_states, built_s) = measure(&model.world, states_max);
+    let (handler_states, handler_s) = measure(&handler_world, states_max);
     let built_rate = built_states as f64 / built_s;
     let handler_rate = handler_states as f64 / handler_s;
     println!("{name}: (load average {})", load_average());
@@ -96,17 +96,17 @@ fn main() {
     if std::env::args().any(|arg| arg == "catalogue") {
         return;
     }
-    let max_states = std::env::var("HANDLER_BENCH_MAX_STATES")
+    let states_max = std::env::var("HANDLER_BENCH_MAX_STATES")
         .ok()
         .and_then(|text| text.parse().ok())
         .unwrap_or(u64::MAX);
     let small = parse_model("small.toml", SMALL_MODEL).expect("the small model parses");
-    compare("article, 1 client (the catalogue's)", &small, max_states);
+    compare("article, 1 client (the catalogue's)", &small, states_max);
     let twin_model = load_model(Path::new("models/article-sqlite.toml")).expect("the model parses");
     compare(
         "article, models/article-sqlite.toml",
         &twin_model,
-        max_states,
+        states_max,
     );
 }
 

@@ -4,8 +4,8 @@
 //! Prints what every step called on the real store and where the real store's first duplicate payment appeared,
 //! next to the model's. Exit codes: 0 real code and model agreed, 1 they diverged, 2 bad input.
 
+use retrylab::builtin::Action;
 use retrylab::handler::lockstep::SqliteBackend;
-use retrylab::model::Action;
 use retrylab::real::drive::{DriveError, DriveReport, Driver};
 use retrylab::real::{MemoryBackend, StdLock, Tables};
 use retrylab::spec;
@@ -73,7 +73,7 @@ fn main() -> ExitCode {
 }
 
 fn drive_sqlite(
-    world: &retrylab::model::HttpWorld,
+    world: &retrylab::builtin::HttpWorld,
     actions: &[Action],
 ) -> Result<DriveReport, DriveError> {
     let store_error = |error| DriveError::Store { step: 0, error };

@@ -22,8 +22,12 @@ struct Args {
     #[arg(long, default_value = "results/state-space")]
     out: PathBuf,
     /// Stop a search past this many unique states (its count is then a lower bound, marked incomplete).
-    #[arg(long, default_value_t = 3_000_000)]
-    max_states: u64,
+    #[arg(
+        long = "max-states",
+        value_name = "MAX_STATES",
+        default_value_t = 3_000_000
+    )]
+    states_max: u64,
     /// The base model.
     #[arg(long, default_value = "models/article-sqlite.toml")]
     model: PathBuf,
@@ -43,7 +47,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let rows = state_space::search(&base, args.max_states, &|row| {
+    let rows = state_space::search(&base, args.states_max, &|row| {
         eprintln!(
             "{}={} symmetry={}: {} states",
             row.dimension, row.value, row.symmetry, row.states

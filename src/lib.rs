@@ -84,7 +84,7 @@
 //!
 //! The modules:
 //! - [`protocol`]: the idempotency-key protocol as pure logic, written once.
-//! - [`model`]: the checked world (clients, lossy network, server processes, store, ghost ledger).
+//! - [`builtin`]: the built-in worlds (clients, lossy network, server processes, store, ghost ledger).
 //! - [`check`]: the model checker, generic over any [`check::Model`]: exhaustive BFS, seeded swarm walks, replay.
 //! - [`spec`]: the model-file format.
 //! - [`handler`]: your own handler as async Rust over a store interface, checked, and run on SQLite and PostgreSQL.
@@ -107,7 +107,7 @@ pub use retrylab_real::{graybox, stack};
 pub use retrylab_real::{loopback, real, runner, stores};
 pub use retrylab_servers as servers;
 pub use retrylab_sim::{atomic, backoff, plot, sim};
-pub use retrylab_worlds::{input, model, protocol, spec};
+pub use retrylab_worlds::{builtin, input, protocol, spec};
 
 /// The handler API and world (`retrylab_worlds::handler`), with the real stores and the runner beside it.
 pub mod handler {

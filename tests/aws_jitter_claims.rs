@@ -5,7 +5,7 @@ use retrylab::backoff::{Backoff, Strategy};
 use retrylab::experiments::aws::claims::evaluate;
 use retrylab::experiments::aws::sweep::find_cell;
 use retrylab::experiments::aws::{run_sweep, simulate_run, summarise, CellSummary, SweepConfig};
-use retrylab::experiments::Verdict;
+use retrylab::experiments::ClaimVerdict;
 use retrylab::sim::run_rng;
 use retrylab::sim::stats::Estimate;
 
@@ -139,12 +139,12 @@ fn claim_evaluator_says_no_when_the_data_disagree() {
     let claims = evaluate(&cells);
     assert_eq!(claims.len(), 7);
     for claim in &claims {
-        assert_eq!(claim.verdict, Verdict::NotReproduced, "{claim:?}");
+        assert_eq!(claim.verdict, ClaimVerdict::NotReproduced, "{claim:?}");
     }
     // And without the 100-client cells the 100-client claim is not tested, not passed.
     let without_100: Vec<CellSummary> = cells.into_iter().filter(|c| c.clients != 100).collect();
     let claims = evaluate(&without_100);
     assert!(claims
         .iter()
-        .any(|c| c.statement.contains("100 clients") && c.verdict == Verdict::NotTested));
+        .any(|c| c.statement.contains("100 clients") && c.verdict == ClaimVerdict::NotTested));
 }

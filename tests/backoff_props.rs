@@ -47,9 +47,9 @@ proptest! {
             prop_assert!(delay_ms.is_finite());
             prop_assert!(delay_ms >= 0.0);
             prop_assert!(delay_ms <= cap_ms, "{strategy}: {delay_ms} above cap {cap_ms}");
-            prop_assert!(bounds.min_ms <= bounds.max_ms);
-            prop_assert!(delay_ms >= bounds.min_ms && delay_ms <= bounds.max_ms,
-                "{strategy} attempt {attempt}: {delay_ms} outside [{}, {}]", bounds.min_ms, bounds.max_ms);
+            prop_assert!(bounds.delay_ms_min <= bounds.delay_ms_max);
+            prop_assert!(delay_ms >= bounds.delay_ms_min && delay_ms <= bounds.delay_ms_max,
+                "{strategy} attempt {attempt}: {delay_ms} outside [{}, {}]", bounds.delay_ms_min, bounds.delay_ms_max);
             match strategy {
                 Delay::None => prop_assert_eq!(delay_ms, 0.0),
                 Delay::Constant => prop_assert_eq!(delay_ms, base_ms),

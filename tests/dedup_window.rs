@@ -90,13 +90,13 @@ fn the_binary_writes_identical_files_for_a_seed_whatever_the_threads_and_refuses
 #[test]
 fn claims_hold_on_a_small_grid_and_fail_on_a_changed_cell() {
     use retrylab::experiments::dedup_window::claims::evaluate;
-    use retrylab::experiments::Verdict;
+    use retrylab::experiments::ClaimVerdict;
     let config = small();
     let mut cells = sweep(&config, SEED, RUNS);
     let judged = evaluate(&config, &cells);
     assert_eq!(judged.len(), 5);
     for claim in &judged {
-        assert_eq!(claim.verdict, Verdict::Reproduced, "{claim:?}");
+        assert_eq!(claim.verdict, ClaimVerdict::Reproduced, "{claim:?}");
     }
     cells
         .iter_mut()
@@ -110,13 +110,23 @@ fn claims_hold_on_a_small_grid_and_fail_on_a_changed_cell() {
         cell.duplicates = 0;
     }
     let judged = evaluate(&config, &cells);
-    assert_eq!(judged[0].verdict, Verdict::NotReproduced, "{:?}", judged[0]);
-    assert_eq!(judged[1].verdict, Verdict::NotReproduced, "{:?}", judged[1]);
+    assert_eq!(
+        judged[0].verdict,
+        ClaimVerdict::NotReproduced,
+        "{:?}",
+        judged[0]
+    );
+    assert_eq!(
+        judged[1].verdict,
+        ClaimVerdict::NotReproduced,
+        "{:?}",
+        judged[1]
+    );
     // A grid without a ratio past the window cannot judge the window.
     let inside = Config {
         ratios: vec![0.1],
         ..Config::default()
     };
     let judged = evaluate(&inside, &sweep(&inside, SEED, 50));
-    assert_eq!(judged[1].verdict, Verdict::NotTested);
+    assert_eq!(judged[1].verdict, ClaimVerdict::NotTested);
 }

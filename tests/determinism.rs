@@ -11,7 +11,7 @@ fn pool(threads: usize) -> rayon::ThreadPool {
         .unwrap()
 }
 
-fn model(name: &str) -> retrylab::spec::Model {
+fn model(name: &str) -> retrylab::spec::ModelFile {
     load_model(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("models")
@@ -25,7 +25,7 @@ fn simulate_gives_identical_traces_on_one_and_two_threads() {
     let model = model("article-sqlite.toml");
     let render = |threads: usize| {
         pool(threads).install(|| {
-            let report = model.world.checker().max_depth(200).walks(7, 300);
+            let report = model.world.checker().depth_max(200).walks(7, 300);
             let mut text = format!(
                 "{:?} {:?} {} {}\n",
                 report.verdicts(),

@@ -5,8 +5,8 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
+use retrylab::builtin::World;
 use retrylab::check::Model as _;
-use retrylab::model::World;
 use retrylab::spec::{new_trace, parse_model, parse_trace, replay, SpecError};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -154,7 +154,7 @@ fn assert_located(error: &SpecError, file: &str, text: &str) {
 }
 
 fn verdict_of(world: &World) {
-    let report = world.checker().max_states(FUZZ_STATES_MAX).bfs();
+    let report = world.checker().states_max(FUZZ_STATES_MAX).bfs();
     assert!(report.states >= 1);
 }
 

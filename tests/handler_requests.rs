@@ -1,4 +1,4 @@
-//! Per-attempt requests and reactions (`retrylab::handler::world_requests`): each mechanism caught where the
+//! Per-attempt requests and reactions (`retrylab::handler::world::requests`): each mechanism caught where the
 //! design is broken and holding where it is fixed, each fixed twin reaching the scenario that makes it
 //! dangerous, and counterexamples that read as the real bug (the rotated key, the fixed body, the minted key on
 //! the send lines). The designs are `examples/handlers/requests.rs`'s.
@@ -219,7 +219,7 @@ fn headers_are_read_in_any_case() {
     assert_eq!(request.header("x-actor"), None);
 }
 
-/// A world without hooks lists none of their scenarios (and records no statuses: see `world_requests`).
+/// A world without hooks lists none of their scenarios (and records no statuses: see `world::requests`).
 #[test]
 fn hooks_add_their_scenarios_only_where_they_are_used() {
     let names = |properties: Vec<retrylab::check::Property<HandlerWorld<Article>>>| {
@@ -297,7 +297,7 @@ fn the_fixes_hold_with_a_retry_racing_its_original() {
         400 => Reaction::Retry,
         other => Reaction::default_for(other),
     })
-    .max_attempts(4)
+    .attempts_max(4)
     .faults(faults);
     assert_eq!(verdicts(fixing), (Verdict::Holds, true));
 }

@@ -1,4 +1,4 @@
-//! Time at rest and fairness in the handler world (`retrylab::handler::world_time`): a crashed owner's lease
+//! Time at rest and fairness in the handler world (`retrylab::handler::world::time`): a crashed owner's lease
 //! runs out when time passes at rest (a step of its own, printed), so `no-stuck-key` means stuck for ever;
 //! `eventually-resolves` is judged under weak fairness of the clock and of retries, and a test shows the
 //! verdict differing without it; the lease design holds every property in a world of two clients, two

@@ -18,7 +18,7 @@ fn a_search_bounded_at_64_mib_holds_64_mib_within_ten_percent() {
     let model = load_model(&path).unwrap();
     let bound = BOUND_MIB << 20;
     let before = resident_bytes().expect("VmRSS on Linux");
-    let report = model.world.checker().max_memory_mib(BOUND_MIB).bfs();
+    let report = model.world.checker().memory_mib_max(BOUND_MIB).bfs();
     // The model needs about 140 MiB in full (3.4 M states): the bound is what stopped it.
     assert_eq!(
         report.stopped_by,

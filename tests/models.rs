@@ -1,8 +1,8 @@
 //! Every model file in models/ gets the verdicts it declares, with its dangerous scenarios reached; and for the
 //! designs that hold, the broken twin (one knob turned) is caught.
 
+use retrylab::builtin::{Event, WorldProperty};
 use retrylab::check::{Model as _, Verdict};
-use retrylab::model::{Event, Property};
 use retrylab::protocol::Claim;
 use retrylab::spec::{load_model, model_files};
 use std::path::Path;
@@ -52,7 +52,7 @@ fn the_article_design_holds_and_its_select_then_insert_twin_duplicates() {
     let model = load("article-sqlite.toml");
     let report = search(&model);
     assert_eq!(
-        report.verdict(Property::NoDuplicateEffect.name()),
+        report.verdict(WorldProperty::NoDuplicateEffect.name()),
         Verdict::Holds
     );
     assert!(
@@ -66,7 +66,7 @@ fn the_article_design_holds_and_its_select_then_insert_twin_duplicates() {
         .build()
         .unwrap();
     assert_eq!(
-        twin_verdict(&twin, Property::NoDuplicateEffect),
+        twin_verdict(&twin, WorldProperty::NoDuplicateEffect),
         Verdict::Violated
     );
 }
@@ -76,7 +76,7 @@ fn lease_and_fencing_hold_and_the_unfenced_twin_duplicates() {
     let model = load("lease-fenced.toml");
     let report = search(&model);
     assert_eq!(
-        report.verdict(Property::NoDuplicateEffect.name()),
+        report.verdict(WorldProperty::NoDuplicateEffect.name()),
         Verdict::Holds
     );
     assert!(
@@ -85,7 +85,7 @@ fn lease_and_fencing_hold_and_the_unfenced_twin_duplicates() {
     );
     let twin = model.world.to_builder().fencing(false).build().unwrap();
     assert_eq!(
-        twin_verdict(&twin, Property::NoDuplicateEffect),
+        twin_verdict(&twin, WorldProperty::NoDuplicateEffect),
         Verdict::Violated
     );
 }
@@ -94,7 +94,7 @@ fn lease_and_fencing_hold_and_the_unfenced_twin_duplicates() {
 fn a_lease_unsticks_the_key_that_the_article_design_leaves_stuck() {
     let model = load("article-sqlite.toml");
     assert_eq!(
-        verdict(&model.world, Property::NoStuckKey),
+        verdict(&model.world, WorldProperty::NoStuckKey),
         Verdict::Violated
     );
     let twin = model
@@ -103,22 +103,22 @@ fn a_lease_unsticks_the_key_that_the_article_design_leaves_stuck() {
         .lease(retrylab::protocol::Lease::Ms(30_000))
         .build()
         .unwrap();
-    assert_eq!(verdict(&twin, Property::NoStuckKey), Verdict::Holds);
+    assert_eq!(verdict(&twin, WorldProperty::NoStuckKey), Verdict::Holds);
 }
 
 #[test]
 fn a_search_cut_short_is_incomplete_never_holds() {
     let model = load("article-sqlite.toml");
-    let report = model.world.checker().max_states(1000).bfs();
+    let report = model.world.checker().states_max(1000).bfs();
     assert!(!report.complete);
     assert_eq!(
-        report.verdict(Property::NoDuplicateEffect.name()),
+        report.verdict(WorldProperty::NoDuplicateEffect.name()),
         Verdict::Incomplete
     );
-    let report = model.world.checker().max_depth(5).bfs();
+    let report = model.world.checker().depth_max(5).bfs();
     assert!(!report.complete);
     assert_eq!(
-        report.verdict(Property::NoDuplicateEffect.name()),
+        report.verdict(WorldProperty::NoDuplicateEffect.name()),
         Verdict::Incomplete
     );
 }
@@ -130,7 +130,7 @@ fn counterexamples_are_shortest() {
     let model = load("new-key-per-attempt.toml");
     let report = search(&model);
     let path = report
-        .counterexample(Property::NoDuplicateEffect.name())
+        .counterexample(WorldProperty::NoDuplicateEffect.name())
         .unwrap();
     assert_eq!(path.len(), 12, "{path:?}");
 }

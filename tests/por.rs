@@ -4,9 +4,9 @@
 //! shorter than the full search's shortest), every example replaying; and somewhere it does save states, on the
 //! quotient too. The command line's `--por on|off` and its JSON fields.
 
+use retrylab::builtin::World;
 use retrylab::check::{replay_path, Kind, Por, Report};
-use retrylab::model::World;
-use retrylab::spec::{model_files, Model};
+use retrylab::spec::{model_files, ModelFile};
 use std::path::Path;
 
 mod cli_support;
@@ -57,7 +57,7 @@ fn por_keeps_every_verdict_and_scenario_on_the_catalogue_with_and_without_symmet
 }
 
 /// Everything `reduced` says agrees with `full`, and its paths are real.
-fn compare(model: &Model, case: &str, full: &Report<World>, reduced: &Report<World>) {
+fn compare(model: &ModelFile, case: &str, full: &Report<World>, reduced: &Report<World>) {
     assert!(full.complete && reduced.complete, "{case}");
     assert_eq!(full.verdicts(), reduced.verdicts(), "{case}");
     assert!(reduced.states <= full.states, "{case}");

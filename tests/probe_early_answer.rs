@@ -10,7 +10,7 @@
 //! kernel send a reset, as a middleware in front of a framework does.
 
 use retrylab::stack::http::Url;
-use retrylab::stack::probe::{run_checks, CheckResult, ProbeConfig, Verdict};
+use retrylab::stack::probe::{run_checks, CheckResult, ProbeConfig, ProbeVerdict};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -202,7 +202,7 @@ fn an_early_409_and_its_reset_are_no_false_alarm_in_20_runs() {
         let result = concurrent(address, run, &runtime);
         assert_eq!(
             result.result,
-            Verdict::Pass,
+            ProbeVerdict::Pass,
             "run {run}: {}",
             result.evidence
         );
@@ -243,7 +243,7 @@ fn a_server_that_really_executes_twice_is_caught_and_curl_shows_it() {
     };
     let address = runtime.block_on(start_api(twice));
     let result = concurrent(address, 0, &runtime);
-    assert_eq!(result.result, Verdict::Fail, "{}", result.evidence);
+    assert_eq!(result.result, ProbeVerdict::Fail, "{}", result.evidence);
     assert!(result.evidence.contains("count +2"), "{}", result.evidence);
     assert!(
         result
@@ -276,12 +276,17 @@ fn the_retry_check_sends_the_headers_and_an_html_page_is_one_line() {
     let mut with_key = config(address, 0, &["timeout-then-retry"]);
     with_key.headers = vec![("X-Api-Key".into(), "secret".into())];
     let results = runtime.block_on(run_checks(&with_key)).unwrap();
-    assert_eq!(results[0].result, Verdict::Pass, "{}", results[0].evidence);
+    assert_eq!(
+        results[0].result,
+        ProbeVerdict::Pass,
+        "{}",
+        results[0].evidence
+    );
     // The twin: without the header the API answers its 401 page, shown by its title on one line.
     let without = config(address, 1, &["timeout-then-retry"]);
     let results = runtime.block_on(run_checks(&without)).unwrap();
     let evidence = &results[0].evidence;
-    assert_eq!(results[0].result, Verdict::Fail, "{evidence}");
+    assert_eq!(results[0].result, ProbeVerdict::Fail, "{evidence}");
     assert!(evidence.contains("[HTML: 401 Unauthorized]"), "{evidence}");
     assert!(
         !evidence.contains('\n') && !evidence.contains("<h1>"),

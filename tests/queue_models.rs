@@ -2,14 +2,14 @@
 //! inbox row is written, what it is keyed by, the producer dedup, the external call's key) breaks the property the
 //! knob protects. Plus the queue knobs' validation errors.
 
+use retrylab::builtin::{DedupKey, Faults, Inbox, ProducerDedup, Provider, World, WorldProperty};
 use retrylab::check::Verdict;
-use retrylab::model::{DedupKey, Faults, Inbox, ProducerDedup, Property, Provider, World};
 use retrylab::spec::parse_model;
 
 mod model_support;
 use model_support::*;
 
-fn with_queue(world: &World, change: impl Fn(&mut retrylab::model::QueueConfig)) -> World {
+fn with_queue(world: &World, change: impl Fn(&mut retrylab::builtin::QueueConfig)) -> World {
     let mut queue = world.queue().expect("a queue model").server().config();
     change(&mut queue);
     world.to_builder().queue(queue).build().unwrap()
@@ -25,26 +25,26 @@ fn with_faults(world: &World, change: impl Fn(&mut Faults)) -> World {
 fn the_inbox_in_the_effects_transaction_holds_and_every_other_place_breaks() {
     let model = load("queue-inbox-same-transaction.toml");
     assert_eq!(
-        verdict(&model.world, Property::NoDuplicateEffect),
+        verdict(&model.world, WorldProperty::NoDuplicateEffect),
         Verdict::Holds
     );
     assert_eq!(
-        verdict(&model.world, Property::NoLostEffect),
+        verdict(&model.world, WorldProperty::NoLostEffect),
         Verdict::Holds
     );
     let after = with_queue(&model.world, |queue| queue.inbox = Inbox::AfterEffect);
     assert_eq!(
-        twin_verdict(&after, Property::NoDuplicateEffect),
+        twin_verdict(&after, WorldProperty::NoDuplicateEffect),
         Verdict::Violated
     );
     let before = with_queue(&model.world, |queue| queue.inbox = Inbox::BeforeEffect);
     assert_eq!(
-        twin_verdict(&before, Property::NoLostEffect),
+        twin_verdict(&before, WorldProperty::NoLostEffect),
         Verdict::Violated
     );
     let none = with_queue(&model.world, |queue| queue.inbox = Inbox::None);
     assert_eq!(
-        twin_verdict(&none, Property::NoDuplicateEffect),
+        twin_verdict(&none, WorldProperty::NoDuplicateEffect),
         Verdict::Violated
     );
 }
@@ -54,13 +54,13 @@ fn an_offset_key_survives_redelivery_but_not_a_republish() {
     let model = load("queue-inbox-same-transaction.toml");
     let offset = with_queue(&model.world, |queue| queue.dedup_key = DedupKey::Offset);
     assert_eq!(
-        twin_verdict(&offset, Property::NoDuplicateEffect),
+        twin_verdict(&offset, WorldProperty::NoDuplicateEffect),
         Verdict::Violated
     );
     // Without republishes, every duplicate is a redelivery of one message, which shares its offset.
     let no_republish = with_faults(&offset, |faults| faults.republishes = 0);
     assert_eq!(
-        verdict(&no_republish, Property::NoDuplicateEffect),
+        verdict(&no_republish, WorldProperty::NoDuplicateEffect),
         Verdict::Holds
     );
     // A delivery tag differs even between redeliveries.
@@ -68,7 +68,7 @@ fn an_offset_key_survives_redelivery_but_not_a_republish() {
         queue.dedup_key = DedupKey::DeliveryNumber
     });
     assert_eq!(
-        twin_verdict(&tag, Property::NoDuplicateEffect),
+        twin_verdict(&tag, WorldProperty::NoDuplicateEffect),
         Verdict::Violated
     );
 }
@@ -78,18 +78,18 @@ fn broker_dedup_is_bounded_by_its_window_or_its_session() {
     // Without an inbox, only the broker stands between a republish and a second effect.
     let window = load("queue-window-expired-no-inbox.toml");
     assert_eq!(
-        twin_verdict(&window.world, Property::NoDuplicateEffect),
+        twin_verdict(&window.world, WorldProperty::NoDuplicateEffect),
         Verdict::Violated
     );
     let inside = with_faults(&window.world, |faults| faults.window_expiries = 0);
     assert_eq!(
-        verdict(&inside, Property::NoDuplicateEffect),
+        verdict(&inside, WorldProperty::NoDuplicateEffect),
         Verdict::Holds
     );
     // The window is keyed by message id: a producer restart inside it changes nothing.
     let restart_inside_window = with_faults(&inside, |faults| faults.producer_restarts = 1);
     assert_eq!(
-        verdict(&restart_inside_window, Property::NoDuplicateEffect),
+        verdict(&restart_inside_window, WorldProperty::NoDuplicateEffect),
         Verdict::Holds
     );
     // A session ends with a restart, whatever the time.
@@ -97,12 +97,12 @@ fn broker_dedup_is_bounded_by_its_window_or_its_session() {
         queue.producer_dedup = ProducerDedup::Session
     });
     assert_eq!(
-        twin_verdict(&session, Property::NoDuplicateEffect),
+        twin_verdict(&session, WorldProperty::NoDuplicateEffect),
         Verdict::Violated
     );
     let no_dedup = with_queue(&inside, |queue| queue.producer_dedup = ProducerDedup::None);
     assert_eq!(
-        twin_verdict(&no_dedup, Property::NoDuplicateEffect),
+        twin_verdict(&no_dedup, WorldProperty::NoDuplicateEffect),
         Verdict::Violated
     );
 }
@@ -111,7 +111,7 @@ fn broker_dedup_is_bounded_by_its_window_or_its_session() {
 fn an_external_call_inside_the_consumers_transaction_needs_its_own_key() {
     let model = load("queue-email-idempotency-key.toml");
     assert_eq!(
-        verdict(&model.world, Property::NoDuplicateEffect),
+        verdict(&model.world, WorldProperty::NoDuplicateEffect),
         Verdict::Holds
     );
     let twin = model
@@ -121,7 +121,7 @@ fn an_external_call_inside_the_consumers_transaction_needs_its_own_key() {
         .build()
         .unwrap();
     assert_eq!(
-        twin_verdict(&twin, Property::NoDuplicateEffect),
+        twin_verdict(&twin, WorldProperty::NoDuplicateEffect),
         Verdict::Violated
     );
 }

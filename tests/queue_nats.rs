@@ -6,21 +6,21 @@
 //! delivery absorbed) is computed from the real effects and acks and must be the model's; a violated property
 //! must show for real; each model that holds has a broken twin whose violation shows for real.
 
+use retrylab::builtin::{Action, DedupKey, Inbox, ProducerDedup, Provider, World, WorldProperty};
 use retrylab::check::{Model as _, Verdict};
 use retrylab::experiments::dedup_window::Place;
 use retrylab::handler::lockstep::{Backend, PostgresBackend, SqliteBackend};
 use retrylab::handler::sqlite::SqliteStore;
 use retrylab::handler::Clock;
-use retrylab::model::{Action, DedupKey, Inbox, ProducerDedup, Property, Provider, World};
 use retrylab::queue_real::broker::Broker;
 use retrylab::queue_real::broker::QueueOptions;
 use retrylab::queue_real::consumer::{consume, ConsumerDesign, EFFECTS};
-use retrylab::queue_real::drive::{self, Outcome, QueueRun, Timing};
+use retrylab::queue_real::drive::{self, EventOutcome, QueueRun, Timing};
 use retrylab::queue_real::relay::{self, Failpoint};
 use retrylab::queue_real::window::{self, RealConfig};
 use retrylab::servers::nats::TempNats;
 use retrylab::servers::postgres::TempPostgres;
-use retrylab::spec::{self, Model};
+use retrylab::spec::{self, ModelFile};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -77,7 +77,7 @@ const TWINS: [(&str, &str); 5] = [
     ),
 ];
 
-fn queue_models() -> Vec<Model> {
+fn queue_models() -> Vec<ModelFile> {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     spec::model_files(&folder)
         .expect("models/ lists")
@@ -90,7 +90,7 @@ fn queue_models() -> Vec<Model> {
         .collect()
 }
 
-fn file_name(model: &Model) -> String {
+fn file_name(model: &ModelFile) -> String {
     Path::new(&model.path)
         .file_name()
         .expect("a model file")
@@ -146,11 +146,11 @@ struct Trace {
 }
 
 /// The traces of every queue model, found by the checker in-process.
-fn traces(models: &[Model]) -> Vec<(Trace, World)> {
+fn traces(models: &[ModelFile]) -> Vec<(Trace, World)> {
     let mut traces = Vec::new();
     for model in models {
-        let report = model.world.checker().max_states(SEARCH_STATES_MAX).bfs();
-        let violated: Vec<Property> = model
+        let report = model.world.checker().states_max(SEARCH_STATES_MAX).bfs();
+        let violated: Vec<WorldProperty> = model
             .expected
             .iter()
             .filter(|(_, verdict)| **verdict == Verdict::Violated)
@@ -195,8 +195,8 @@ fn traces(models: &[Model]) -> Vec<(Trace, World)> {
     traces
 }
 
-fn violating(outcome: Outcome) -> bool {
-    matches!(outcome, Outcome::Duplicated | Outcome::Lost)
+fn violating(outcome: EventOutcome) -> bool {
+    matches!(outcome, EventOutcome::Duplicated | EventOutcome::Lost)
 }
 
 /// Drive every trace on stores `backend_for` makes (one fresh database per trace); the runs by trace.
@@ -240,7 +240,7 @@ fn drive_all<B: Backend>(
 
 /// The checks every store's runs must pass, and the table of outcomes.
 fn judge(traces: &[(Trace, World)], runs: &[QueueRun], store_name: &str) {
-    let mut by_model: BTreeMap<&str, Vec<Outcome>> = BTreeMap::new();
+    let mut by_model: BTreeMap<&str, Vec<EventOutcome>> = BTreeMap::new();
     println!("| model | trace | verdict | model outcome | real outcome ({store_name}) |");
     println!("|---|---|---|---|---|");
     for ((trace, _), run) in traces.iter().zip(runs) {
@@ -259,10 +259,10 @@ fn judge(traces: &[(Trace, World)], runs: &[QueueRun], store_name: &str) {
         );
         match (trace.verdict, trace.what.as_str()) {
             (Verdict::Violated, "no-duplicate-effect") => {
-                assert_eq!(run.real, Outcome::Duplicated, "{}", trace.model)
+                assert_eq!(run.real, EventOutcome::Duplicated, "{}", trace.model)
             }
             (Verdict::Violated, "no-lost-effect") => {
-                assert_eq!(run.real, Outcome::Lost, "{}", trace.model)
+                assert_eq!(run.real, EventOutcome::Lost, "{}", trace.model)
             }
             (Verdict::Violated, other) => panic!("{}: no real outcome for {other}", trace.model),
             _ => {
@@ -289,7 +289,7 @@ fn judge(traces: &[(Trace, World)], runs: &[QueueRun], store_name: &str) {
         let holding = &by_model[holds];
         // Evidence that the holding model's danger was presented to the real consumer and absorbed.
         assert!(
-            holding.contains(&Outcome::Absorbed),
+            holding.contains(&EventOutcome::Absorbed),
             "{holds}: nothing absorbed for real"
         );
         assert!(
@@ -451,9 +451,9 @@ fn an_outbox_relay_restarting_inside_the_window_is_absorbed_by_the_broker() {
         .faults(faults)
         .build()
         .unwrap();
-    let report = inside.checker().max_states(SEARCH_STATES_MAX).bfs();
+    let report = inside.checker().states_max(SEARCH_STATES_MAX).bfs();
     assert_eq!(
-        report.verdict(Property::NoDuplicateEffect.name()),
+        report.verdict(WorldProperty::NoDuplicateEffect.name()),
         Verdict::Holds
     );
     let example = healed(
@@ -474,16 +474,16 @@ fn an_outbox_relay_restarting_inside_the_window_is_absorbed_by_the_broker() {
     .unwrap();
     assert_eq!(
         (run.real, run.model),
-        (Outcome::Absorbed, Outcome::Absorbed)
+        (EventOutcome::Absorbed, EventOutcome::Absorbed)
     );
     assert_eq!(run.effects_per_step.last(), Some(&1));
     // The same relay restarting after the window.
     let mut faults = inside.faults();
     faults.window_expiries = 1;
     let after = inside.to_builder().faults(faults).build().unwrap();
-    let report = after.checker().max_states(SEARCH_STATES_MAX).bfs();
+    let report = after.checker().states_max(SEARCH_STATES_MAX).bfs();
     let actions = report
-        .counterexample(Property::NoDuplicateEffect.name())
+        .counterexample(WorldProperty::NoDuplicateEffect.name())
         .expect("a republish after the window duplicates");
     let backend = SqliteBackend::create(&folder.path().join("after.db")).unwrap();
     let world = after.queue().unwrap();
@@ -501,7 +501,7 @@ fn an_outbox_relay_restarting_inside_the_window_is_absorbed_by_the_broker() {
     }
     assert_eq!(
         (run.real, run.model),
-        (Outcome::Duplicated, Outcome::Duplicated)
+        (EventOutcome::Duplicated, EventOutcome::Duplicated)
     );
 }
 
@@ -584,7 +584,7 @@ fn a_real_consumer_unlike_the_model_is_caught() {
         .find(|model| file_name(model) == "queue-inbox-same-transaction.toml")
         .expect("the shipped model");
     let world = model.world.queue().expect("a queue model");
-    let report = model.world.checker().max_states(SEARCH_STATES_MAX).bfs();
+    let report = model.world.checker().states_max(SEARCH_STATES_MAX).bfs();
     let actions = report.example("inbox-conflict").expect("reached");
     let mut design = drive::design_of(world);
     design.inbox = Inbox::AfterEffect;

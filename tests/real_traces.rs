@@ -7,17 +7,17 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use retrylab::builtin::{Action, Event, HttpWorld, WorldProperty};
 use retrylab::check::{self, Model as _, Verdict};
 use retrylab::handler::lockstep::SqliteBackend;
-use retrylab::model::{Action, Event, HttpWorld, Property};
 use retrylab::real::drive::{self, DriveReport, Driver};
 use retrylab::real::{MemoryBackend, StdLock, Tables};
-use retrylab::spec::{self, Model};
+use retrylab::spec::{self, ModelFile};
 use std::path::Path;
 
 /// The models in `models/` that the article's handler implements (keys in the effect's database, no provider);
 /// the others are listed as skipped.
-fn models() -> Vec<Model> {
+fn models() -> Vec<ModelFile> {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
     let files = spec::model_files(&folder).expect("models/ lists");
     let mut supported = Vec::new();
@@ -66,18 +66,18 @@ fn every_counterexample_replays_on_real_code_and_duplicates_duplicate() {
         {
             continue;
         }
-        let report = model.world.checker().max_states(SEARCH_STATES_MAX).bfs();
-        if model.expected.get(&Property::NoDuplicateEffect) == Some(&Verdict::Violated) {
+        let report = model.world.checker().states_max(SEARCH_STATES_MAX).bfs();
+        if model.expected.get(&WorldProperty::NoDuplicateEffect) == Some(&Verdict::Violated) {
             assert!(
                 report
-                    .counterexample(Property::NoDuplicateEffect.name())
+                    .counterexample(WorldProperty::NoDuplicateEffect.name())
                     .is_some(),
                 "{}: the checker found no duplicate",
                 model.path
             );
         }
         for (found, actions) in report.counterexamples() {
-            let property = &Property::by_name(&found.name).unwrap();
+            let property = &WorldProperty::by_name(&found.name).unwrap();
             // Through the versioned trace format: what `retrylab check` saves is what gets driven.
             let steps = check::timeline(&model.world, actions)
                 .expect("a found path replays")
@@ -105,7 +105,7 @@ fn every_counterexample_replays_on_real_code_and_duplicates_duplicate() {
                     "{} ({store_name}): the real duplicate must appear at the model's step",
                     model.path
                 );
-                if *property == Property::NoDuplicateEffect {
+                if *property == WorldProperty::NoDuplicateEffect {
                     assert!(report.model_duplicate_at.is_some());
                     assert!(report.real_payments_per_op.values().any(|count| *count > 1));
                 }

@@ -8,7 +8,7 @@
 use retrylab::backoff::{Backoff, RetryAfter, RetryPolicy, Strategy};
 use retrylab::servers::postgres::TempPostgres;
 use retrylab::servers::redis::TempRedis;
-use retrylab::stack::client::{ClientConfig, Operation, Outcome, RetryingClient};
+use retrylab::stack::client::{ClientConfig, Operation, OperationOutcome, RetryingClient};
 use retrylab::stack::http::{exchange, HttpRequest, Url};
 use retrylab::stack::proxy::{plan_actions, Action, Fault, FaultPlan, Proxy, Ratio};
 use serde_json::Value;
@@ -211,7 +211,12 @@ fn client(attempts: u32) -> RetryingClient {
 
 /// One operation against `design` started with `--crash-at step` (the process dies there), then the same
 /// operation retried against the restarted service: the effects counted, and what the retry got.
-fn crash_then_retry(design: &str, step: &str, keys: &str, lease_ms: &str) -> (u64, Outcome) {
+fn crash_then_retry(
+    design: &str,
+    step: &str,
+    keys: &str,
+    lease_ms: &str,
+) -> (u64, OperationOutcome) {
     let dir = tempfile::tempdir().unwrap();
     let store = format!("sqlite:{}", dir.path().join("payments.sqlite").display());
     let common = [
@@ -253,7 +258,7 @@ fn crash_then_retry(design: &str, step: &str, keys: &str, lease_ms: &str) -> (u6
 }
 
 /// A single attempt (the first one, which meets the crash).
-async fn client1(url: &Url, operation: &Operation) -> Outcome {
+async fn client1(url: &Url, operation: &Operation) -> OperationOutcome {
     client(1).send(url, operation).await
 }
 

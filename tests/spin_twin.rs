@@ -4,8 +4,8 @@
 //! reduction removes nothing). Needs `spin` and `gcc`; without them each test prints one "skipped" line (a failure
 //! under RETRYLAB_REQUIRE_SERVERS=1, where spin counts as a server).
 
+use retrylab::builtin::World;
 use retrylab::check::Checker;
-use retrylab::model::World;
 use retrylab::spec::load_model;
 use std::path::PathBuf;
 use std::process::Command;

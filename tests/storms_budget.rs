@@ -97,7 +97,7 @@ fn binary_is_deterministic_and_refuses_bad_flags() {
 #[test]
 fn claims_hold_on_a_reduced_grid_and_fail_when_a_control_amplifies() {
     use retrylab::experiments::budget::{claims, summarise, RetryBudget};
-    use retrylab::experiments::{sweep, Verdict};
+    use retrylab::experiments::{sweep, ClaimVerdict};
     let experiment = RetryBudget {
         failure_permille: vec![100, 300, 700, 1000],
         ..RetryBudget::new(30).unwrap()
@@ -107,7 +107,7 @@ fn claims_hold_on_a_reduced_grid_and_fail_when_a_control_amplifies() {
     let judged = claims::evaluate(&cells);
     assert_eq!(judged.len(), 6);
     for claim in &judged {
-        assert_eq!(claim.verdict, Verdict::Reproduced, "{claim:?}");
+        assert_eq!(claim.verdict, ClaimVerdict::Reproduced, "{claim:?}");
     }
     let three = cells
         .iter()
@@ -121,6 +121,16 @@ fn claims_hold_on_a_reduced_grid_and_fail_when_a_control_amplifies() {
         cell.amplification = three;
     }
     let judged = claims::evaluate(&cells);
-    assert_eq!(judged[1].verdict, Verdict::NotReproduced, "{:?}", judged[1]);
-    assert_ne!(judged[2].verdict, Verdict::Reproduced, "{:?}", judged[2]);
+    assert_eq!(
+        judged[1].verdict,
+        ClaimVerdict::NotReproduced,
+        "{:?}",
+        judged[1]
+    );
+    assert_ne!(
+        judged[2].verdict,
+        ClaimVerdict::Reproduced,
+        "{:?}",
+        judged[2]
+    );
 }

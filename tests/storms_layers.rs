@@ -101,7 +101,7 @@ fn bad_flags_give_one_line_and_exit_code_2() {
 #[test]
 fn claims_hold_on_a_reduced_grid_and_fail_on_a_changed_count() {
     use retrylab::experiments::layers::{claims, summarise_grid, RetryLayers};
-    use retrylab::experiments::{sweep, Verdict};
+    use retrylab::experiments::{sweep, ClaimVerdict};
     let experiment = RetryLayers {
         layers: vec![3, 5],
         attempts: vec![3],
@@ -111,7 +111,7 @@ fn claims_hold_on_a_reduced_grid_and_fail_on_a_changed_count() {
     let judged = claims(&cells);
     assert_eq!(judged.len(), 4);
     for claim in &judged {
-        assert_eq!(claim.verdict, Verdict::Reproduced, "{claim:?}");
+        assert_eq!(claim.verdict, ClaimVerdict::Reproduced, "{claim:?}");
     }
     let every_3x3 = cells
         .iter_mut()
@@ -124,18 +124,18 @@ fn claims_hold_on_a_reduced_grid_and_fail_on_a_changed_count() {
         .unwrap();
     one_5x3.bottom_requests_per_call = 4;
     one_5x3.give_up_ms.mean *= 100.0;
-    let verdicts: Vec<Verdict> = claims(&cells).iter().map(|c| c.verdict).collect();
+    let verdicts: Vec<ClaimVerdict> = claims(&cells).iter().map(|c| c.verdict).collect();
     assert_eq!(
         verdicts,
         [
-            Verdict::NotReproduced,
-            Verdict::Reproduced,
-            Verdict::NotReproduced,
-            Verdict::NotReproduced
+            ClaimVerdict::NotReproduced,
+            ClaimVerdict::Reproduced,
+            ClaimVerdict::NotReproduced,
+            ClaimVerdict::NotReproduced
         ]
     );
     // Without the 5-layer cells, the claims about them are not tested, not passed.
     let three_only: Vec<_> = cells.into_iter().filter(|c| c.config.layers == 3).collect();
-    assert_eq!(claims(&three_only)[1].verdict, Verdict::NotTested);
-    assert_eq!(claims(&three_only)[3].verdict, Verdict::NotTested);
+    assert_eq!(claims(&three_only)[1].verdict, ClaimVerdict::NotTested);
+    assert_eq!(claims(&three_only)[3].verdict, ClaimVerdict::NotTested);
 }

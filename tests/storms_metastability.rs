@@ -107,14 +107,14 @@ fn binary_is_deterministic_and_refuses_bad_flags() {
 #[test]
 fn claims_hold_on_two_runs_and_fail_when_plain_retries_recover() {
     use retrylab::experiments::capacity::metastability::{claims, summarise_grid, Metastability};
-    use retrylab::experiments::{sweep, Verdict};
+    use retrylab::experiments::{sweep, ClaimVerdict};
     let experiment = Metastability::new(10).unwrap();
     let grid = sweep(&experiment, 2021, 2, &|| {}).unwrap();
     let mut cells = summarise_grid(&experiment.config, &grid);
     let judged = claims(&cells);
     assert_eq!(judged.len(), 3);
     for claim in &judged {
-        assert_eq!(claim.verdict, Verdict::Reproduced, "{claim:?}");
+        assert_eq!(claim.verdict, ClaimVerdict::Reproduced, "{claim:?}");
     }
     let recovering = cells
         .iter()
@@ -129,6 +129,16 @@ fn claims_hold_on_two_runs_and_fail_when_plain_retries_recover() {
     plain.goodput_end = recovering.goodput_end;
     plain.throughput_end = recovering.throughput_end;
     let judged = claims(&cells);
-    assert_eq!(judged[0].verdict, Verdict::NotReproduced, "{:?}", judged[0]);
-    assert_eq!(judged[1].verdict, Verdict::NotReproduced, "{:?}", judged[1]);
+    assert_eq!(
+        judged[0].verdict,
+        ClaimVerdict::NotReproduced,
+        "{:?}",
+        judged[0]
+    );
+    assert_eq!(
+        judged[1].verdict,
+        ClaimVerdict::NotReproduced,
+        "{:?}",
+        judged[1]
+    );
 }

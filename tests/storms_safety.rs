@@ -71,14 +71,14 @@ fn binary_is_deterministic() {
 #[test]
 fn claims_hold_on_a_reduced_grid_and_refuse_a_duplicate_or_a_vacuous_zero() {
     use retrylab::experiments::capacity::safety::{claims, summarise_grid, RetrySafety};
-    use retrylab::experiments::{sweep, Verdict};
+    use retrylab::experiments::{sweep, ClaimVerdict};
     let experiment = RetrySafety::new(vec![100], 30).unwrap();
     let grid = sweep(&experiment, 9110, 2, &|| {}).unwrap();
     let cells = summarise_grid(&grid);
     let judged = claims(&cells);
     assert_eq!(judged.len(), 2);
     for claim in &judged {
-        assert_eq!(claim.verdict, Verdict::Reproduced, "{claim:?}");
+        assert_eq!(claim.verdict, ClaimVerdict::Reproduced, "{claim:?}");
     }
     let mut one_duplicate = cells.clone();
     one_duplicate
@@ -86,12 +86,15 @@ fn claims_hold_on_a_reduced_grid_and_refuse_a_duplicate_or_a_vacuous_zero() {
         .find(|c| c.at.key)
         .unwrap()
         .duplicate_total = 1;
-    assert_eq!(claims(&one_duplicate)[0].verdict, Verdict::NotReproduced);
+    assert_eq!(
+        claims(&one_duplicate)[0].verdict,
+        ClaimVerdict::NotReproduced
+    );
     let mut vacuous = cells.clone();
     for cell in vacuous.iter_mut().filter(|c| c.at.key) {
         cell.timed_out_executed.mean = 0.0;
     }
-    assert_eq!(claims(&vacuous)[0].verdict, Verdict::NotReproduced);
+    assert_eq!(claims(&vacuous)[0].verdict, ClaimVerdict::NotReproduced);
     let mut one_strategy_clean = cells;
     for cell in one_strategy_clean
         .iter_mut()
@@ -101,6 +104,6 @@ fn claims_hold_on_a_reduced_grid_and_refuse_a_duplicate_or_a_vacuous_zero() {
     }
     assert_eq!(
         claims(&one_strategy_clean)[1].verdict,
-        Verdict::NotReproduced
+        ClaimVerdict::NotReproduced
     );
 }

@@ -1,8 +1,8 @@
 //! Symmetry reduction merges states but changes no verdict, no counterexample length, and its counterexamples
 //! replay on the unreduced model.
 
+use retrylab::builtin::WorldProperty;
 use retrylab::check::{replay_path, Model as _};
-use retrylab::model::Property;
 use retrylab::spec::{load_model, model_files};
 use std::path::Path;
 
@@ -44,7 +44,7 @@ fn reduction_keeps_verdicts_and_shortest_lengths_and_traces_replay() {
         if reduced.states < 50_000 {
             let full = model.world.checker().bfs();
             assert_eq!(full.verdicts(), reduced.verdicts(), "{}", model.path);
-            for property in Property::all() {
+            for property in WorldProperty::all() {
                 assert_eq!(
                     full.counterexample(property.name()).map(<[_]>::len),
                     reduced.counterexample(property.name()).map(<[_]>::len),

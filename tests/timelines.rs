@@ -1,8 +1,8 @@
 //! Timelines say what happened at the decisive step, and steps carry a structured kind that the report draws
 //! from (issue 14, item 9).
 
+use retrylab::builtin::{Action, DescribedStep, Faults, Party, StepKind, World, WorldProperty};
 use retrylab::check::{timeline, Model as _};
-use retrylab::model::{Action, DescribedStep, Faults, Party, Property, StepKind, World};
 use retrylab::spec::load_model;
 use std::path::Path;
 
@@ -17,7 +17,7 @@ fn world(name: &str) -> World {
 }
 
 /// The shortest counterexample to `property` in `name`, described, and the world's state at its end.
-fn counterexample(name: &str, property: Property) -> (World, Vec<DescribedStep>, String) {
+fn counterexample(name: &str, property: WorldProperty) -> (World, Vec<DescribedStep>, String) {
     let world = world(name);
     let report = world.checker().bfs();
     let actions = report
@@ -42,7 +42,10 @@ fn any_text(steps: &[DescribedStep], needle: &str) -> bool {
 
 #[test]
 fn a_crash_between_the_commit_and_the_key_store_says_so() {
-    let (_, steps, _) = counterexample("redis-separate-store.toml", Property::NoDuplicateEffect);
+    let (_, steps, _) = counterexample(
+        "redis-separate-store.toml",
+        WorldProperty::NoDuplicateEffect,
+    );
     assert!(
         any_text(&steps, "CRASHES after committing the payment, before marking key k1 of C1 completed in the key store"),
         "{steps:#?}"
@@ -51,7 +54,10 @@ fn a_crash_between_the_commit_and_the_key_store_says_so() {
 
 #[test]
 fn a_duplicate_at_the_provider_counts_charges_not_payments() {
-    let (_, steps, _) = counterexample("provider-not-idempotent.toml", Property::NoDuplicateEffect);
+    let (_, steps, _) = counterexample(
+        "provider-not-idempotent.toml",
+        WorldProperty::NoDuplicateEffect,
+    );
     let last = steps.last().unwrap();
     assert_eq!(
         last.violations,
@@ -68,7 +74,7 @@ fn a_duplicate_at_the_provider_counts_charges_not_payments() {
 
 #[test]
 fn a_write_over_a_completed_record_is_an_overwrite() {
-    let (_, steps, _) = counterexample("select-then-insert.toml", Property::NoDuplicateEffect);
+    let (_, steps, _) = counterexample("select-then-insert.toml", WorldProperty::NoDuplicateEffect);
     assert!(
         any_text(&steps, "OVERWRITING its completed record"),
         "{steps:#?}"
@@ -77,17 +83,17 @@ fn a_write_over_a_completed_record_is_an_overwrite() {
 
 #[test]
 fn a_liveness_violation_names_what_stays_unresolved() {
-    let (_, _, stuck) = counterexample("article-sqlite.toml", Property::NoStuckKey);
+    let (_, _, stuck) = counterexample("article-sqlite.toml", WorldProperty::NoStuckKey);
     assert_eq!(stuck, "key k1 of C1 stays in_progress");
     let (_, steps, unresolved) =
-        counterexample("article-sqlite.toml", Property::EventuallyResolves);
+        counterexample("article-sqlite.toml", WorldProperty::EventuallyResolves);
     assert!(
         unresolved.starts_with("C1.op1 never resolves: "),
         "{unresolved}"
     );
     assert_eq!(
         world("article-sqlite.toml").liveness_culprit(
-            Property::NoDuplicateEffect,
+            WorldProperty::NoDuplicateEffect,
             &world("article-sqlite.toml").init_state()
         ),
         None
@@ -124,7 +130,7 @@ fn kinds_say_what_the_report_used_to_read_from_the_english() {
         };
         let lossy = base
             .to_builder()
-            .max_attempts(attempts)
+            .attempts_max(attempts)
             .faults(faults)
             .build()
             .unwrap();
@@ -142,7 +148,10 @@ fn kinds_say_what_the_report_used_to_read_from_the_english() {
         assert_eq!(steps[1].kind, StepKind::NetworkFault);
     }
     // A consumer's ack goes to the broker (the network lane), not to the store.
-    let (_, steps, _) = counterexample("queue-inbox-before-effect.toml", Property::NoLostEffect);
+    let (_, steps, _) = counterexample(
+        "queue-inbox-before-effect.toml",
+        WorldProperty::NoLostEffect,
+    );
     let ack = steps
         .iter()
         .find(|step| step.text.contains("acks"))

@@ -1,7 +1,7 @@
 //! Check, save the trace, load it, replay it: the same violation at the same step, the same timeline.
 
+use retrylab::builtin::WorldProperty;
 use retrylab::check::{timeline, Kind, Model as _};
-use retrylab::model::Property;
 use retrylab::spec::{load_model, new_trace, parse_trace, replay};
 use std::path::Path;
 
@@ -25,7 +25,7 @@ fn every_counterexample_round_trips_through_a_trace_file() {
             "{name} should have a counterexample"
         );
         for (found, actions) in report.counterexamples() {
-            let property = Property::by_name(&found.name).unwrap();
+            let property = WorldProperty::by_name(&found.name).unwrap();
             let run = timeline(&model.world, actions).unwrap();
             if found.kind == Kind::Always {
                 assert!(
@@ -61,7 +61,7 @@ fn a_tampered_trace_diverges_loudly() {
     )
     .unwrap();
     let report = model.world.checker().bfs();
-    let name = Property::NoDuplicateEffect.name();
+    let name = WorldProperty::NoDuplicateEffect.name();
     let actions = report.counterexample(name).unwrap();
     let mut steps = timeline(&model.world, actions).unwrap().steps;
     steps.swap(0, 1); // deliver before send: not enabled
@@ -98,7 +98,7 @@ fn a_wrong_format_or_version_is_refused_where_it_is_written() {
     )
     .unwrap();
     let report = model.world.checker().bfs();
-    let name = Property::NoDuplicateEffect.name();
+    let name = WorldProperty::NoDuplicateEffect.name();
     let actions = report.counterexample(name).unwrap();
     let steps = timeline(&model.world, actions).unwrap().steps;
     let text = new_trace(&model, name, "bfs", None, steps).to_json();

@@ -323,12 +323,12 @@ fn listed(names: &[String]) -> String {
 
 /// A client told 409 waits out the lease (Retry-After) and has attempts enough to outlast one crash.
 fn lease<H: Handler, W: Worker>(world: HandlerWorld<H, W>) -> HandlerWorld<H, W> {
-    world.retry_after_ms(common::LEASE_MS).max_attempts(5)
+    world.retry_after_ms(common::LEASE_MS).attempts_max(5)
 }
 
 /// The records of the designs that keep them in the `keys` table, for `no-stuck-key`: a claim is unfinished,
 /// whatever its lease (time passes at rest, so a lease-fenced claim whose lease ran out must still be taken
-/// over and finished by a patient client's next request: `world_time`).
+/// over and finished by a patient client's next request: `world::time`).
 fn keys_in_progress(value: &str, _now_ms: u64) -> bool {
     value.starts_with(common::IN_PROGRESS)
 }

@@ -31,7 +31,7 @@ pub fn designs(visit: &mut impl Visit) {
     let consumer = |inbox: bool| {
         HandlerWorld::new(visibility_timeout::Consumer { inbox }, 1, BODY)
             .processes(2)
-            .max_attempts(5) // enough for an early timeout besides the 409s of a hidden message
+            .attempts_max(5) // enough for an early timeout besides the 409s of a hidden message
             .faults(faults(|f| {
                 (f.pauses, f.early_timeouts, f.crashes) = (1, 1, u8::from(inbox))
             }))
@@ -50,9 +50,9 @@ pub fn designs(visit: &mut impl Visit) {
     );
     let swept = |by_age: bool| {
         HandlerWorld::new(sweeper::Claims, 1, BODY)
-            .max_attempts(5)
+            .attempts_max(5)
             // The bug needs a lost response and a pause; the fix is shown a crash and a pause (a lost response
-            // on top can land on the last of a patient client's bounded polls: `world_time::POLLS_MAX`).
+            // on top can land on the last of a patient client's bounded polls: `world::time::POLLS_MAX`).
             .faults(faults(|f| {
                 (f.pauses, f.drop_responses, f.crashes) = (1, u8::from(by_age), u8::from(!by_age))
             }))

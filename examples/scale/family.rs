@@ -64,7 +64,7 @@ pub struct Outcome {
 
 pub struct Flags {
     pub limit_s: u64,
-    pub max_states: u64,
+    pub states_max: u64,
     pub threads: usize,
     pub csv: Option<String>,
     /// `--chart DIR`: the chart and the table (`scale.svg`, `scale.png`, `scale.csv`) into DIR.
@@ -121,7 +121,7 @@ pub fn parse_outcome(line: &str) -> Outcome {
 pub fn flags() -> Flags {
     let mut flags = Flags {
         limit_s: 60,
-        max_states: 200_000_000,
+        states_max: 200_000_000,
         threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         csv: None,
         chart: None,
@@ -139,7 +139,7 @@ pub fn flags() -> Flags {
         };
         match flag.as_str() {
             "--limit-s" => flags.limit_s = number(),
-            "--max-states" => flags.max_states = number(),
+            "--max-states" => flags.states_max = number(),
             "--threads" => flags.threads = number() as usize,
             "--csv" => flags.csv = Some(value.clone()),
             "--chart" => flags.chart = Some(value.clone()),

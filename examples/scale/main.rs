@@ -51,7 +51,7 @@ fn run_here(checker: &str, member: Member, flags: &Flags) -> Outcome {
     let report = world
         .checker()
         .threads(flags.threads)
-        .max_states(flags.max_states)
+        .states_max(flags.states_max)
         .symmetry(symmetry)
         .por(por)
         .bfs();
@@ -67,7 +67,7 @@ fn run_child(checker: &str, member: Member, flags: &Flags) -> Outcome {
     let exe = std::env::current_exe().expect("this program's path");
     let mut child = Command::new(exe)
         .args(["--threads", &flags.threads.to_string()])
-        .args(["--max-states", &flags.max_states.to_string()])
+        .args(["--max-states", &flags.states_max.to_string()])
         .args(["--run", checker])
         .args([member.clients, member.processes, member.crashes].map(|n| n.to_string()))
         .stdout(Stdio::piped())
@@ -111,7 +111,7 @@ fn main() {
     }
     println!(
         "lease-fenced family, {} threads, limit {} s or {} states per run",
-        flags.threads, flags.limit_s, flags.max_states
+        flags.threads, flags.limit_s, flags.states_max
     );
     println!(
         "{:<22} {:<20} {:>12} {:>9}  verdict of {PROPERTY}",

@@ -3,8 +3,8 @@
 //! space and the unique-state counts can be compared.
 
 use super::family::{Flags, Outcome};
+use retrylab::builtin::{State, World};
 use retrylab::check::Verdict;
-use retrylab::model::{State, World};
 use stateright::{Checker, Model};
 
 #[path = "../support/stateright_model.rs"]
@@ -24,7 +24,7 @@ fn representative(state: &State) -> State {
     retrylab::check::canonical(world, state)
 }
 
-/// Check `world` with stateright's BFS on `flags.threads` threads, cut at `flags.max_states`. Not stateright's
+/// Check `world` with stateright's BFS on `flags.threads` threads, cut at `flags.states_max`. Not stateright's
 /// own `timeout`: in 0.30.2 its timeout thread holds the job market's lock while it sleeps (a second at a time),
 /// which stalls the workers (the 2-client member took over 20 s instead of 0.3 s). The time limit is the parent
 /// process killing this one (`main.rs`).
@@ -34,7 +34,7 @@ pub fn check(world: &World, symmetry: bool, flags: &Flags) -> Outcome {
     let mut builder = Twin(world.clone())
         .checker()
         .threads(flags.threads)
-        .target_state_count(flags.max_states as usize);
+        .target_state_count(flags.states_max as usize);
     // stateright 0.30.2 applies symmetry in its DFS only (its BFS ignores the representative function).
     let (states, violated) = if symmetry {
         builder = builder.symmetry_fn(representative);
@@ -45,7 +45,7 @@ pub fn check(world: &World, symmetry: bool, flags: &Flags) -> Outcome {
     let seconds = started.elapsed().as_secs_f64();
     let verdict = if violated {
         Verdict::Violated
-    } else if states >= flags.max_states {
+    } else if states >= flags.states_max {
         Verdict::Incomplete
     } else {
         Verdict::Holds

@@ -1,6 +1,6 @@
 //! What the measuring examples (`vs_stateright`, `scaling`) share: their flags and loading the model.
 
-use retrylab::spec::{load_model, Model};
+use retrylab::spec::{load_model, ModelFile};
 
 /// `[MODEL] [--threads N] [--runs N]`, and for the examples that take them (`reductions`), `--por on|off` and
 /// `--symmetry`.
@@ -8,7 +8,7 @@ pub struct Args {
     pub model_path: String,
     pub threads: usize,
     pub runs: usize,
-    pub model: Model,
+    pub model: ModelFile,
     pub por: bool,
     pub symmetry: bool,
 }

@@ -2,7 +2,7 @@
 //! relation (`actions` / `next_state`), so equal unique-state counts show that both checkers searched the same
 //! space. Included by path (`#[path]`), not through `support`, which `scaling` uses without stateright.
 
-use retrylab::model::{Action, State, World};
+use retrylab::builtin::{Action, State, World};
 use stateright::{Model, Property};
 
 pub struct Stateright(pub World);

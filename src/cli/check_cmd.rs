@@ -3,9 +3,9 @@
 use super::json::{print_line, CheckLine};
 use super::{names, output};
 use super::{CheckArgs, OnOff, EXIT_MISMATCH, EXIT_OK};
+use retrylab::builtin::{AtRest, World, WorldProperty};
 use retrylab::check::{Checker, Comparison, Por, Report};
-use retrylab::model::{AtRest, Property, World};
-use retrylab::spec::{self, Model};
+use retrylab::spec::{self, ModelFile};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -81,13 +81,13 @@ struct Checked {
 
 /// Search one model, save its counterexamples under `stem` (and remove those of properties that now hold), and
 /// print its rows or its JSON line. An error is a file that could not be written.
-fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, String> {
+fn check_one(args: &CheckArgs, model: &ModelFile, stem: &str) -> Result<Checked, String> {
     let bar = output::progress(args.json, &format!("{} states", model.path));
     let started = Instant::now();
     let report = Checker::new(&model.world)
-        .max_states(args.max_states.unwrap_or(model.limits.max_states))
-        .max_depth(args.max_depth.unwrap_or(model.limits.max_depth))
-        .max_memory_mib(super::max_memory_mib(args.max_memory))
+        .states_max(args.states_max.unwrap_or(model.limits.states_max))
+        .depth_max(args.depth_max.unwrap_or(model.limits.depth_max))
+        .memory_mib_max(super::memory_mib_max(args.memory_mib_max))
         .symmetry(args.symmetry)
         .por(match args.por {
             OnOff::On => Por::On,
@@ -152,9 +152,9 @@ fn check_one(args: &CheckArgs, model: &Model, stem: &str) -> Result<Checked, Str
 /// The stale traces removed and the counterexamples to show.
 fn print_found(
     args: &CheckArgs,
-    model: &Model,
+    model: &ModelFile,
     removed: &[std::path::PathBuf],
-    timelines: &[(Property, spec::WorldTrace)],
+    timelines: &[(WorldProperty, spec::WorldTrace)],
 ) {
     for path in removed {
         outln!("  removed {} (the property now holds)", path.display());
@@ -166,10 +166,10 @@ fn print_found(
 
 fn print_json(
     args: &CheckArgs,
-    model: &Model,
+    model: &ModelFile,
     report: &Report<World>,
     comparison: &Comparison,
-    traces: &BTreeMap<Property, String>,
+    traces: &BTreeMap<WorldProperty, String>,
     elapsed_ms: u64,
 ) {
     let evidence = spec::evidence(model, report);
@@ -223,7 +223,7 @@ fn bytes_per_state(report: &Report<World>) -> f64 {
     (report.visited_bytes as f64 / report.states.max(1) as f64 * 10.0).round() / 10.0
 }
 
-fn header(model: &Model, report: &Report<World>, elapsed_ms: u64) -> String {
+fn header(model: &ModelFile, report: &Report<World>, elapsed_ms: u64) -> String {
     let completeness = match &report.stopped_by {
         None => "complete".to_string(),
         Some(reason) => format!("INCOMPLETE: {reason}"),

@@ -42,7 +42,7 @@ pub struct CheckLine {
     pub traces: BTreeMap<String, String>,
     pub transitions: u64,
     /// Per violated liveness property: what stays unresolved at the end of its counterexample.
-    pub unresolved: BTreeMap<String, Vec<retrylab::model::Unresolved>>,
+    pub unresolved: BTreeMap<String, Vec<retrylab::builtin::Unresolved>>,
     /// Why a safety property that holds holds vacuously (`no-fault`, `no-scenario-reached`), or null.
     pub vacuous: Option<retrylab::spec::Vacuity>,
     /// The warning `check` prints for it, or null.
@@ -125,7 +125,7 @@ pub struct ReplayLine {
     pub trace: String,
     /// A liveness trace: what stays unresolved at its end (omitted otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub unresolved: Option<Vec<retrylab::model::Unresolved>>,
+    pub unresolved: Option<Vec<retrylab::builtin::Unresolved>>,
     pub violated_at: Option<usize>,
 }
 

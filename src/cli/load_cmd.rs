@@ -46,8 +46,12 @@ pub struct LoadArgs {
     #[arg(long, default_value_t = 2000)]
     pub attempt_timeout_ms: u64,
     /// The longest Retry-After honoured (longer: give up).
-    #[arg(long, default_value_t = 5000.0)]
-    pub retry_after_max_ms: f64,
+    #[arg(
+        long = "retry-after-max-ms",
+        value_name = "RETRY_AFTER_MAX_MS",
+        default_value_t = 5000.0
+    )]
+    pub retry_after_ms_max: f64,
     /// The header carrying each operation's idempotency key.
     #[arg(long, default_value = "Idempotency-Key")]
     pub key_header: String,
@@ -106,7 +110,7 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
                 attempts_max: Some(args.attempts),
                 deadline_ms: Some(args.deadline_ms),
                 retry_after: RetryAfter::Honour {
-                    wait_ms_max: args.retry_after_max_ms,
+                    wait_ms_max: args.retry_after_ms_max,
                 },
             },
             attempt_timeout: Duration::from_millis(args.attempt_timeout_ms),

@@ -69,9 +69,9 @@ fn stack_runtime() -> Result<tokio::runtime::Runtime, i32> {
 
 /// `--max-memory` unless given, for check and simulate alike: half the memory this process may use (the
 /// smallest cgroup limit or MemAvailable), 64..=8192 MiB (`check::memory_budget`).
-pub fn max_memory_mib(given: Option<u64>) -> u64 {
+pub fn memory_mib_max(given: Option<u64>) -> u64 {
     given.unwrap_or_else(|| {
-        retrylab::check::memory_budget::default_max_memory_mib(std::path::Path::new("/"))
+        retrylab::check::memory_budget::default_memory_mib_max(std::path::Path::new("/"))
     })
 }
 
@@ -157,15 +157,15 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// Override every model's limits.max-states.
-    #[arg(long)]
-    pub max_states: Option<u64>,
+    #[arg(long = "max-states", value_name = "MAX_STATES")]
+    pub states_max: Option<u64>,
     /// Override every model's limits.max-depth.
-    #[arg(long)]
-    pub max_depth: Option<u32>,
+    #[arg(long = "max-depth", value_name = "MAX_DEPTH")]
+    pub depth_max: Option<u32>,
     /// Stop a search (as incomplete) before its structures exceed this many MiB. Default: half the memory
     /// available to this process (its cgroup's limit, else MemAvailable), at most 8192.
-    #[arg(long, alias = "max-memory-mib", value_name = "MIB")]
-    pub max_memory: Option<u64>,
+    #[arg(long = "max-memory", alias = "max-memory-mib", value_name = "MIB")]
+    pub memory_mib_max: Option<u64>,
     /// Symmetry reduction: merge states that differ only by which client or server process is which.
     #[arg(long)]
     pub symmetry: bool,
@@ -201,8 +201,8 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Steps per walk at most.
-    #[arg(long, default_value_t = 400)]
-    pub max_depth: u32,
+    #[arg(long = "max-depth", value_name = "MAX_DEPTH", default_value_t = 400)]
+    pub depth_max: u32,
     /// One JSON object per model per line on stdout (`merge` combines the shards' lines).
     #[arg(long)]
     pub json: bool,
@@ -221,8 +221,8 @@ pub struct SimulateArgs {
     pub threads: Option<usize>,
     /// Stop (as incomplete) before the walks' results held at once could exceed this many MiB. Default: half
     /// the memory available to this process (its cgroup's limit, else MemAvailable), at most 8192.
-    #[arg(long, alias = "max-memory-mib", value_name = "MIB")]
-    pub max_memory: Option<u64>,
+    #[arg(long = "max-memory", alias = "max-memory-mib", value_name = "MIB")]
+    pub memory_mib_max: Option<u64>,
     /// Run only shard K of N (1-based), e.g. `--shard 3/8`; combine the shards with `retrylab merge`.
     #[arg(long, value_parser = parse_shard)]
     pub shard: Option<(u64, u64)>,

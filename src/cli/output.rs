@@ -4,15 +4,15 @@
 use super::json::Verdicts;
 use indicatif::{ProgressBar, ProgressStyle};
 use retrylab::atomic::write_atomic;
+use retrylab::builtin::{Action, AtRest, World, WorldProperty};
 use retrylab::check::{timeline, Kind, Report, Verdict};
-use retrylab::model::{Action, AtRest, Property, World};
-use retrylab::spec::{self, Model, WorldTrace};
+use retrylab::spec::{self, ModelFile, WorldTrace};
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// Every model under `paths`, or the first error (already printed).
-pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Model>, i32> {
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<ModelFile>, i32> {
     let mut models = Vec::new();
     for path in paths {
         let files = spec::model_files(path).map_err(report_bad_input)?;
@@ -55,7 +55,7 @@ pub fn verdict_map(report: &Report<World>) -> Verdicts {
 }
 
 /// The verdicts a model file declares, by name.
-pub fn expected_map(model: &Model) -> Verdicts {
+pub fn expected_map(model: &ModelFile) -> Verdicts {
     model
         .expected
         .iter()
@@ -74,18 +74,18 @@ pub fn reached_names(report: &Report<World>) -> Vec<String> {
 }
 
 /// Each violated property's counterexample, with the world's property and the walk's seed.
-pub fn counterexamples(report: &Report<World>) -> Vec<(Property, Option<u64>, &[Action])> {
+pub fn counterexamples(report: &Report<World>) -> Vec<(WorldProperty, Option<u64>, &[Action])> {
     report
         .counterexamples()
         .map(|(found, path)| {
-            let property = Property::by_name(&found.name).expect("the world's own property");
+            let property = WorldProperty::by_name(&found.name).expect("the world's own property");
             (property, found.seed, path)
         })
         .collect()
 }
 
 /// Counterexample lengths by property.
-pub fn lengths(report: &Report<World>) -> BTreeMap<Property, usize> {
+pub fn lengths(report: &Report<World>) -> BTreeMap<WorldProperty, usize> {
     counterexamples(report)
         .into_iter()
         .map(|(property, _, path)| (property, path.len()))
@@ -93,7 +93,7 @@ pub fn lengths(report: &Report<World>) -> BTreeMap<Property, usize> {
 }
 
 /// A per-property map keyed by property name, as the JSON lines write it.
-pub fn by_name<T: Clone>(map: &BTreeMap<Property, T>) -> BTreeMap<String, T> {
+pub fn by_name<T: Clone>(map: &BTreeMap<WorldProperty, T>) -> BTreeMap<String, T> {
     map.iter()
         .map(|(property, value)| (property.name().to_string(), value.clone()))
         .collect()
@@ -101,7 +101,7 @@ pub fn by_name<T: Clone>(map: &BTreeMap<Property, T>) -> BTreeMap<String, T> {
 
 /// The trace file for a model's property: `<traces>/<name>.<property>.json`, with the model's name in its run
 /// (`names::unique_names`: the file stem unless two models of the run share it).
-pub fn trace_path(traces: &Path, stem: &str, property: Property) -> PathBuf {
+pub fn trace_path(traces: &Path, stem: &str, property: WorldProperty) -> PathBuf {
     traces.join(format!("{stem}.{}.json", property.name()))
 }
 
@@ -109,8 +109,8 @@ pub fn trace_path(traces: &Path, stem: &str, property: Property) -> PathBuf {
 fn save_trace(
     traces: &Path,
     stem: &str,
-    model: &Model,
-    property: Property,
+    model: &ModelFile,
+    property: WorldProperty,
     actions: &[Action],
     found_by: &str,
     seed: Option<u64>,
@@ -126,8 +126,8 @@ fn save_trace(
 
 /// Where each property's trace went, and the timelines to print.
 pub struct SavedTraces {
-    pub paths: BTreeMap<Property, String>,
-    pub timelines: Vec<(Property, WorldTrace)>,
+    pub paths: BTreeMap<WorldProperty, String>,
+    pub timelines: Vec<(WorldProperty, WorldTrace)>,
 }
 
 /// Save every counterexample of a run as a trace. Returns each property's trace path and the timelines to print
@@ -135,8 +135,8 @@ pub struct SavedTraces {
 pub fn save_traces<'a>(
     traces: &Path,
     stem: &str,
-    model: &Model,
-    counterexamples: impl Iterator<Item = (Property, Option<u64>, &'a [Action])>,
+    model: &ModelFile,
+    counterexamples: impl Iterator<Item = (WorldProperty, Option<u64>, &'a [Action])>,
     found_by: &str,
     verbose: bool,
     mismatched: &[String],
@@ -159,11 +159,11 @@ pub fn save_traces<'a>(
 pub fn remove_stale_traces(
     traces: &Path,
     stem: &str,
-    model: &Model,
+    model: &ModelFile,
     report: &Report<World>,
 ) -> Result<Vec<PathBuf>, String> {
     let mut removed = Vec::new();
-    for property in Property::all() {
+    for property in WorldProperty::all() {
         if report.verdict(property.name()) != Verdict::Holds {
             continue; // violated: overwritten by this run; incomplete: the old trace may still be right
         }
@@ -187,7 +187,7 @@ pub fn remove_stale_traces(
 /// (numbered as in the whole path), and says how many others it left out.
 pub fn print_counterexample(
     world: &World,
-    property: Property,
+    property: WorldProperty,
     trace: &WorldTrace,
     full_trace: bool,
 ) {
@@ -218,7 +218,7 @@ pub fn print_counterexample(
 }
 
 /// What a liveness counterexample leaves unresolved at its end, and the steps that depend on it.
-pub fn at_rest_of(world: &World, property: Property, trace: &WorldTrace) -> Option<AtRest> {
+pub fn at_rest_of(world: &World, property: WorldProperty, trace: &WorldTrace) -> Option<AtRest> {
     let actions: Vec<Action> = trace.steps.iter().map(|step| step.action).collect();
     world.at_rest(property, &actions).ok().flatten()
 }
@@ -265,9 +265,9 @@ pub fn print_evidence(evidence: &spec::Evidence) {
 
 /// The verdict table's rows for one model.
 pub fn print_rows(
-    model: &Model,
+    model: &ModelFile,
     report: &Report<World>,
-    lengths: &BTreeMap<Property, usize>,
+    lengths: &BTreeMap<WorldProperty, usize>,
     header: &str,
 ) {
     outln!("{header}");
@@ -279,7 +279,7 @@ pub fn print_rows(
         "match",
         "counterexample"
     );
-    for property in Property::all() {
+    for property in WorldProperty::all() {
         let actual = report.verdict(property.name());
         let expected = model
             .expected

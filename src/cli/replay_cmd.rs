@@ -3,8 +3,8 @@
 use super::json::{print_line, ReplayLine};
 use super::output;
 use super::{ReplayArgs, EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
+use retrylab::builtin::{Action, AtRest};
 use retrylab::check::TimelineStep;
-use retrylab::model::{Action, AtRest};
 use retrylab::spec;
 
 pub fn run(args: &ReplayArgs) -> i32 {

@@ -5,15 +5,15 @@
 use super::json::{print_line, SimulateLine};
 use super::{names, output};
 use super::{SimulateArgs, EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
+use retrylab::builtin::World;
 use retrylab::check::{Checker, Comparison, Report};
-use retrylab::model::World;
-use retrylab::spec::Model;
+use retrylab::spec::ModelFile;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 use std::time::Instant;
 
 pub fn run(args: &SimulateArgs) -> i32 {
-    if let Err(message) = check_seeds(args.seeds, args.max_depth) {
+    if let Err(message) = check_seeds(args.seeds, args.depth_max) {
         errln!("error: --seeds: {message}");
         return EXIT_BAD_INPUT;
     }
@@ -62,22 +62,22 @@ pub fn run(args: &SimulateArgs) -> i32 {
 
 /// Refuse a run whose summary could not be counted: every walk's steps add up in a u64 (and `merge` adds the
 /// shards' up again), so seeds x max-depth must fit.
-fn check_seeds(seeds: u64, max_depth: u32) -> Result<(), String> {
+fn check_seeds(seeds: u64, depth_max: u32) -> Result<(), String> {
     if seeds == 0 {
         return Err("must be at least 1".to_string());
     }
-    if seeds.checked_mul(u64::from(max_depth)).is_none() {
+    if seeds.checked_mul(u64::from(depth_max)).is_none() {
         return Err(format!(
-            "{seeds} walks of up to {max_depth} steps: the step total would not fit in 64 bits (at most {} seeds \
+            "{seeds} walks of up to {depth_max} steps: the step total would not fit in 64 bits (at most {} seeds \
              at this --max-depth)",
-            u64::MAX / u64::from(max_depth)
+            u64::MAX / u64::from(depth_max)
         ));
     }
     Ok(())
 }
 
 /// The hash that tells one model text from another in `simulate --json` lines (`merge` compares it).
-fn model_sha256(model: &Model) -> String {
+fn model_sha256(model: &ModelFile) -> String {
     hex::encode(Sha256::digest(model.source_text.as_bytes()))
 }
 
@@ -85,15 +85,15 @@ fn model_sha256(model: &Model) -> String {
 /// verdicts match and its replay commands; an error is a file that could not be written.
 fn simulate_one(
     args: &SimulateArgs,
-    model: &Model,
+    model: &ModelFile,
     traces_dir: &Path,
     stem: &str,
 ) -> Result<(bool, Vec<String>), String> {
     let bar = output::progress(args.json, &format!("{} walks", model.path));
     let started = Instant::now();
     let mut checker = Checker::new(&model.world)
-        .max_depth(args.max_depth)
-        .max_memory_mib(super::max_memory_mib(args.max_memory));
+        .depth_max(args.depth_max)
+        .memory_mib_max(super::memory_mib_max(args.memory_mib_max));
     if let Some((k, n)) = args.shard {
         checker = checker.shard(k, n);
     }
@@ -140,7 +140,7 @@ fn simulate_one(
 
 fn print_human(
     args: &SimulateArgs,
-    model: &Model,
+    model: &ModelFile,
     report: &Report<World>,
     comparison: &Comparison,
     saved: &output::SavedTraces,
@@ -157,7 +157,7 @@ fn print_human(
         args.seed,
         report.states,
         report.cut_walks,
-        args.max_depth,
+        args.depth_max,
         elapsed_ms as f64 / 1000.0
     );
     output::print_rows(model, report, &output::lengths(report), &header);
@@ -185,10 +185,10 @@ fn print_human(
 
 fn json_line(
     args: &SimulateArgs,
-    model: &Model,
+    model: &ModelFile,
     report: &Report<World>,
     comparison: &Comparison,
-    traces: &std::collections::BTreeMap<retrylab::model::Property, String>,
+    traces: &std::collections::BTreeMap<retrylab::builtin::WorldProperty, String>,
     elapsed_ms: u64,
 ) -> SimulateLine {
     let counterexamples = output::counterexamples(report);
@@ -202,7 +202,7 @@ fn json_line(
             .filter_map(|(property, seed, _)| Some((property.name().to_string(), (*seed)?)))
             .collect(),
         cut_walks: report.cut_walks,
-        depth: args.max_depth,
+        depth: args.depth_max,
         elapsed_ms,
         expected: output::expected_map(model),
         first_seed: args.seed,

@@ -3,12 +3,12 @@
 
 #![allow(dead_code)] // each test file uses a different subset
 
+use retrylab::builtin::{World, WorldProperty};
 use retrylab::check::{Checker, Model as _, Report, Verdict};
-use retrylab::model::{Property, World};
-use retrylab::spec::{load_model, Model};
+use retrylab::spec::{load_model, ModelFile};
 use std::path::Path;
 
-pub fn load(name: &str) -> Model {
+pub fn load(name: &str) -> ModelFile {
     load_model(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("models")
@@ -18,25 +18,25 @@ pub fn load(name: &str) -> Model {
 }
 
 /// A checker with the bounds the model file declares.
-pub fn checker(model: &Model) -> Checker<'_, World> {
+pub fn checker(model: &ModelFile) -> Checker<'_, World> {
     model
         .world
         .checker()
-        .max_states(model.limits.max_states)
-        .max_depth(model.limits.max_depth)
+        .states_max(model.limits.states_max)
+        .depth_max(model.limits.depth_max)
 }
 
 /// The model file's own search.
-pub fn search(model: &Model) -> Report<World> {
+pub fn search(model: &ModelFile) -> Report<World> {
     checker(model).bfs()
 }
 
-pub fn verdict(world: &World, property: Property) -> Verdict {
+pub fn verdict(world: &World, property: WorldProperty) -> Verdict {
     world.checker().bfs().verdict(property.name())
 }
 
 /// The broken twin: stop at its first violation (the full space is not needed to show a bug).
-pub fn twin_verdict(world: &World, property: Property) -> Verdict {
+pub fn twin_verdict(world: &World, property: WorldProperty) -> Verdict {
     world
         .checker()
         .stop_on(property.name())

@@ -71,9 +71,9 @@ pub(crate) fn explore<M: Model>(
     let mut depth = 0u32;
     let mut deepest_expanded = 0u32;
     while !frontier.is_empty() {
-        if depth >= bounds.max_depth {
+        if depth >= bounds.depth_max {
             if can_move(model, &frontier) {
-                search.stopped_by = Some(StoppedBy::MaxDepth(bounds.max_depth));
+                search.stopped_by = Some(StoppedBy::MaxDepth(bounds.depth_max));
             }
             break;
         }
@@ -223,8 +223,8 @@ impl<M: Model> Search<M> {
                 return Some(reason);
             }
             self.measure(frontier, next, outputs, round.len());
-            if self.peak_bytes >= bounds.max_memory_bytes {
-                return Some(StoppedBy::MaxMemory(bounds.max_memory_bytes));
+            if self.peak_bytes >= bounds.memory_bytes_max {
+                return Some(StoppedBy::MaxMemory(bounds.memory_bytes_max));
             }
         }
         None
@@ -234,12 +234,12 @@ impl<M: Model> Search<M> {
     /// bound.
     fn round_units(&self, bounds: &Bounds) -> usize {
         let remaining = bounds
-            .max_states
+            .states_max
             .min(NODES_MAX)
             .saturating_sub(self.nodes.len() as u64);
         ((remaining / (4 * UNIT_STATES as u64)) as usize)
             .clamp(1, ROUND_UNITS)
-            .min(self.units_within(bounds.max_memory_bytes))
+            .min(self.units_within(bounds.memory_bytes_max))
     }
 
     /// The verdicts and figures of the finished (or stopped) search.
@@ -326,8 +326,8 @@ impl<M: Model> Search<M> {
                 self.found.name(target).to_string(),
             ));
         }
-        if self.nodes.len() as u64 >= bounds.max_states {
-            return Some(StoppedBy::MaxStates(bounds.max_states));
+        if self.nodes.len() as u64 >= bounds.states_max {
+            return Some(StoppedBy::MaxStates(bounds.states_max));
         }
         if self.nodes.len() as u64 >= NODES_MAX {
             return Some(StoppedBy::NodeIds(NODES_MAX));
@@ -370,10 +370,10 @@ impl<M: Model> Search<M> {
         }
     }
 
-    /// Units the next round may expand without passing `max_memory_bytes`, judging by the most a unit has
+    /// Units the next round may expand without passing `memory_bytes_max`, judging by the most a unit has
     /// added so far (near the bound rounds shrink, so the search stops close to it).
-    fn units_within(&self, max_memory_bytes: u64) -> usize {
-        let room = max_memory_bytes.saturating_sub(self.held_bytes);
+    fn units_within(&self, memory_bytes_max: u64) -> usize {
+        let room = memory_bytes_max.saturating_sub(self.held_bytes);
         (room / self.unit_growth_bytes.max(1)).clamp(1, ROUND_UNITS as u64) as usize
     }
 

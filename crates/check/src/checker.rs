@@ -1,5 +1,5 @@
 //! The checker builder: bounds and knobs, then one of the three runs. Used the same way by the CLI, the tests and
-//! the examples: `model.checker().threads(2).max_states(1_000_000).bfs().assert_properties()`.
+//! the examples: `model.checker().threads(2).states_max(1_000_000).bfs().assert_properties()`.
 
 use super::judge::PathJudge;
 use super::model::Model;
@@ -13,11 +13,11 @@ use std::time::Duration;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bounds {
     /// Stop once this many unique states are known.
-    pub max_states: u64,
+    pub states_max: u64,
     /// Do not expand states at this depth (walks: steps per walk).
-    pub max_depth: u32,
+    pub depth_max: u32,
     /// Stop once the search's own structures would exceed this many bytes (estimated).
-    pub max_memory_bytes: u64,
+    pub memory_bytes_max: u64,
     /// Stop after this much wall-clock time (the one bound that makes a run depend on the machine).
     pub timeout: Option<Duration>,
     /// Stop as soon as this property is violated (the others are then `incomplete` unless decided too).
@@ -31,9 +31,9 @@ pub struct Bounds {
 impl Default for Bounds {
     fn default() -> Self {
         Bounds {
-            max_states: 20_000_000,
-            max_depth: 500,
-            max_memory_bytes: 8 << 30,
+            states_max: 20_000_000,
+            depth_max: 500,
+            memory_bytes_max: 8 << 30,
             timeout: None,
             stop_on: None,
             symmetry: false,
@@ -103,20 +103,20 @@ impl<'a, M: Model> Checker<'a, M> {
     }
 
     /// Stop (incomplete) once this many unique states are found.
-    pub fn max_states(mut self, max_states: u64) -> Self {
-        self.bounds.max_states = max_states;
+    pub fn states_max(mut self, states_max: u64) -> Self {
+        self.bounds.states_max = states_max;
         self
     }
 
     /// Expand no level deeper than this (incomplete if a state there has successors).
-    pub fn max_depth(mut self, max_depth: u32) -> Self {
-        self.bounds.max_depth = max_depth;
+    pub fn depth_max(mut self, depth_max: u32) -> Self {
+        self.bounds.depth_max = depth_max;
         self
     }
 
     /// Stop (incomplete) before the search's own structures hold more than this many MiB.
-    pub fn max_memory_mib(mut self, mebibytes: u64) -> Self {
-        self.bounds.max_memory_bytes = mebibytes.saturating_mul(1 << 20);
+    pub fn memory_mib_max(mut self, mebibytes: u64) -> Self {
+        self.bounds.memory_bytes_max = mebibytes.saturating_mul(1 << 20);
         self
     }
 
@@ -187,9 +187,9 @@ impl<'a, M: Model> Checker<'a, M> {
         })
     }
 
-    /// `count` seeded random walks from seed `first_seed` (at most `max_depth` steps each). Memory does not grow
-    /// with `count`; a run that `max_memory_mib` cuts short is incomplete (`stopped_by`). The step total saturates
-    /// at `u64::MAX`: a caller with more than `u64::MAX / max_depth` seeds should refuse them first.
+    /// `count` seeded random walks from seed `first_seed` (at most `depth_max` steps each). Memory does not grow
+    /// with `count`; a run that `memory_mib_max` cuts short is incomplete (`stopped_by`). The step total saturates
+    /// at `u64::MAX`: a caller with more than `u64::MAX / depth_max` seeds should refuse them first.
     pub fn walks(self, first_seed: u64, count: u64) -> Report<M> {
         let seeds = Seeds {
             first: first_seed,
@@ -203,8 +203,8 @@ impl<'a, M: Model> Checker<'a, M> {
             walk::simulate(
                 self.model,
                 &seeds,
-                bounds.max_depth,
-                bounds.max_memory_bytes,
+                bounds.depth_max,
+                bounds.memory_bytes_max,
                 &|walks| {
                     let states =
                         done.fetch_add(walks, std::sync::atomic::Ordering::Relaxed) + walks;

@@ -18,7 +18,7 @@ pub const DEFAULT_MIB_MIN: u64 = 64;
 const UNLIMITED_BYTES_MIN: u64 = 1 << 60;
 
 /// The default `--max-memory` in MiB for a machine whose `/proc` and `/sys` are below `root`.
-pub fn default_max_memory_mib(root: &Path) -> u64 {
+pub fn default_memory_mib_max(root: &Path) -> u64 {
     match available_bytes(root) {
         Some(bytes) => {
             ((bytes / AVAILABLE_SHARE_DIVISOR) >> 20).clamp(DEFAULT_MIB_MIN, DEFAULT_MIB_MAX)
@@ -118,7 +118,7 @@ mod tests {
         ]);
         assert_eq!(available_bytes(fixture.path()), Some(6 * GIB));
         // The old default, 8192 MiB, is above the limit: the search was killed before it could stop.
-        assert_eq!(default_max_memory_mib(fixture.path()), 3072);
+        assert_eq!(default_memory_mib_max(fixture.path()), 3072);
     }
 
     #[test]
@@ -135,7 +135,7 @@ mod tests {
                 "2147483648\n",
             ),
         ]);
-        assert_eq!(default_max_memory_mib(limited.path()), 1024);
+        assert_eq!(default_memory_mib_max(limited.path()), 1024);
         let unlimited = root(&[
             ("proc/meminfo", "MemAvailable:    4194304 kB\n"),
             ("proc/self/cgroup", "4:cpu,memory:/box\n"),
@@ -145,17 +145,17 @@ mod tests {
             ),
         ]);
         assert_eq!(available_bytes(unlimited.path()), Some(4 * GIB));
-        assert_eq!(default_max_memory_mib(unlimited.path()), 2048);
+        assert_eq!(default_memory_mib_max(unlimited.path()), 2048);
     }
 
     #[test]
     fn without_a_cgroup_limit_mem_available_decides_within_bounds() {
         let plenty = root(&[("proc/meminfo", "MemAvailable:  268435456 kB\n")]);
-        assert_eq!(default_max_memory_mib(plenty.path()), DEFAULT_MIB_MAX);
+        assert_eq!(default_memory_mib_max(plenty.path()), DEFAULT_MIB_MAX);
         let scarce = root(&[("proc/meminfo", "MemAvailable:      1024 kB\n")]);
-        assert_eq!(default_max_memory_mib(scarce.path()), DEFAULT_MIB_MIN);
+        assert_eq!(default_memory_mib_max(scarce.path()), DEFAULT_MIB_MIN);
         let nothing = root(&[]);
         assert_eq!(available_bytes(nothing.path()), None);
-        assert_eq!(default_max_memory_mib(nothing.path()), DEFAULT_MIB_MAX);
+        assert_eq!(default_memory_mib_max(nothing.path()), DEFAULT_MIB_MAX);
     }
 }

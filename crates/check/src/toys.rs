@@ -80,21 +80,21 @@ fn a_counter_has_its_states_its_shortest_counterexample_and_its_examples() {
 #[test]
 fn a_search_cut_short_is_incomplete_never_holds() {
     let counter = Counter { top: 5 };
-    let report = counter.checker().max_depth(2).bfs();
+    let report = counter.checker().depth_max(2).bfs();
     assert!(!report.complete);
     assert_eq!(report.stopped_by, Some(StoppedBy::MaxDepth(2)));
     assert_eq!(report.verdict("at most top"), Verdict::Incomplete);
     assert_eq!(report.verdict("reaches top"), Verdict::Incomplete);
     assert_eq!(report.verdict("ends at top"), Verdict::Incomplete);
-    let report = counter.checker().max_states(3).bfs();
+    let report = counter.checker().states_max(3).bfs();
     assert!(!report.complete);
     assert_eq!(report.stopped_by, Some(StoppedBy::MaxStates(3)));
     assert_eq!(report.verdict("at most top"), Verdict::Incomplete);
     // What was found within the bound is still found.
-    let report = counter.checker().max_depth(4).bfs();
+    let report = counter.checker().depth_max(4).bfs();
     assert_eq!(report.verdict("never 3"), Verdict::Violated);
     // A depth bound that cuts nothing stops nothing.
-    let report = counter.checker().max_depth(5).bfs();
+    let report = counter.checker().depth_max(5).bfs();
     assert_eq!((report.complete, report.stopped_by), (true, None));
 }
 
@@ -301,14 +301,14 @@ fn symmetry_merges_the_two_processes_and_keeps_verdicts() {
 fn walks_find_the_bug_and_prove_nothing() {
     let report = Mutex { atomic: false }
         .checker()
-        .max_depth(20)
+        .depth_max(20)
         .walks(1, 200);
     assert_eq!(report.walks, 200);
     assert_eq!(report.verdict("mutual exclusion"), Verdict::Violated);
     assert_eq!(report.verdict("P1 enters"), Verdict::Holds);
-    let report = Mutex { atomic: true }.checker().max_depth(20).walks(1, 200);
+    let report = Mutex { atomic: true }.checker().depth_max(20).walks(1, 200);
     assert_eq!(report.verdict("mutual exclusion"), Verdict::Incomplete);
-    let same = Mutex { atomic: true }.checker().max_depth(20).walks(1, 200);
+    let same = Mutex { atomic: true }.checker().depth_max(20).walks(1, 200);
     assert_eq!(report.properties, same.properties);
 }
 

@@ -25,17 +25,17 @@ pub struct WalkResult<A> {
     pub finished: bool,
 }
 
-/// Walk one seed of `model` for at most `max_depth` steps.
-pub fn walk_seed<M: Model>(model: &M, seed: u64, max_depth: u32) -> WalkResult<M::Action> {
+/// Walk one seed of `model` for at most `depth_max` steps.
+pub fn walk_seed<M: Model>(model: &M, seed: u64, depth_max: u32) -> WalkResult<M::Action> {
     let plan = Plan::new(model);
-    walk(model, &plan, seed, max_depth).0
+    walk(model, &plan, seed, depth_max).0
 }
 
 fn walk<M: Model>(
     model: &M,
     plan: &Plan<M>,
     seed: u64,
-    max_depth: u32,
+    depth_max: u32,
 ) -> (WalkResult<M::Action>, M::Obs) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     // Walk the swarm variant: its paths are paths of the model too, so a trace found here replays against the
@@ -47,7 +47,7 @@ fn walk<M: Model>(
     let mut path = Vec::new();
     let mut actions = Vec::new();
     let mut finished = false;
-    for _ in 0..=max_depth {
+    for _ in 0..=depth_max {
         super::model::enabled(walked, &state, &mut actions);
         let at_rest = actions.iter().all(|action| walked.is_fault(&state, action));
         judge.visit(&state, at_rest);
@@ -55,7 +55,7 @@ fn walk<M: Model>(
             finished = true;
             break;
         }
-        if path.len() == max_depth as usize {
+        if path.len() == depth_max as usize {
             break;
         }
         let action = actions[rng.random_range(0..actions.len())].clone();
@@ -177,46 +177,46 @@ impl<M: Model> Summary<M> {
 }
 
 /// The most one walk can hold until it is merged: its path and a prefix of it per property, at full depth.
-fn walk_bytes_max<M: Model>(properties: usize, max_depth: u32) -> u64 {
+fn walk_bytes_max<M: Model>(properties: usize, depth_max: u32) -> u64 {
     let fixed = std::mem::size_of::<WalkResult<M::Action>>()
         + std::mem::size_of::<M::Obs>()
         + properties * std::mem::size_of::<Option<Vec<M::Action>>>();
     let paths = (properties as u64 + 1)
-        .saturating_mul(u64::from(max_depth))
+        .saturating_mul(u64::from(depth_max))
         .saturating_mul(std::mem::size_of::<M::Action>() as u64);
     paths.saturating_add(fixed as u64).max(1)
 }
 
 /// Run the seeds in chunks (each in parallel, merged in seed order, so the report does not depend on threads),
 /// keeping only the summary: memory does not grow with the seed count. Per property the path kept is the
-/// shortest, the first seed among equally short ones. A chunk that could exceed `max_memory_bytes` is not
+/// shortest, the first seed among equally short ones. A chunk that could exceed `memory_bytes_max` is not
 /// started: the run stops, incomplete.
 pub(crate) fn simulate<M: Model>(
     model: &M,
     seeds: &Seeds,
-    max_depth: u32,
-    max_memory_bytes: u64,
+    depth_max: u32,
+    memory_bytes_max: u64,
     on_progress: &(dyn Fn(u64) + Sync),
 ) -> Report<M> {
     let plan = Plan::new(model);
     let mut summary = Summary::<M>::new(plan.properties.len());
-    let walk_bytes = walk_bytes_max::<M>(plan.properties.len(), max_depth);
+    let walk_bytes = walk_bytes_max::<M>(plan.properties.len(), depth_max);
     let total = seeds.len();
     let mut stopped_by = None;
     while summary.walks < total {
-        let room = max_memory_bytes.saturating_sub(summary.kept_bytes());
+        let room = memory_bytes_max.saturating_sub(summary.kept_bytes());
         let chunk = (total - summary.walks)
             .min(CHUNK_SEEDS_MAX)
             .min(room / walk_bytes);
         if chunk == 0 {
-            stopped_by = Some(StoppedBy::MaxMemory(max_memory_bytes));
+            stopped_by = Some(StoppedBy::MaxMemory(memory_bytes_max));
             break;
         }
         let from = summary.walks;
         let results: Vec<(WalkResult<M::Action>, M::Obs)> = (0..chunk)
             .into_par_iter()
             .map(|index| {
-                let result = walk(model, &plan, seeds.nth(from + index), max_depth);
+                let result = walk(model, &plan, seeds.nth(from + index), depth_max);
                 on_progress(1);
                 result
             })
@@ -225,13 +225,13 @@ pub(crate) fn simulate<M: Model>(
             summary.add(result, observed);
         }
     }
-    report(&plan, summary, max_depth, stopped_by)
+    report(&plan, summary, depth_max, stopped_by)
 }
 
 fn report<M: Model>(
     plan: &Plan<M>,
     summary: Summary<M>,
-    max_depth: u32,
+    depth_max: u32,
     stopped_by: Option<StoppedBy>,
 ) -> Report<M> {
     let properties = plan
@@ -258,7 +258,7 @@ fn report<M: Model>(
         observed: summary.observed,
         states: summary.steps,
         transitions: summary.steps,
-        depth: max_depth,
+        depth: depth_max,
         complete: false,
         stopped_by,
         visited_bytes: 0,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Verdict {
+pub enum ClaimVerdict {
     Reproduced,
     #[serde(rename = "partly-reproduced")]
     Partly,
@@ -16,22 +16,22 @@ pub enum Verdict {
     NotTested,
 }
 
-impl Verdict {
+impl ClaimVerdict {
     pub fn label(&self) -> &'static str {
         match self {
-            Verdict::Reproduced => "reproduced",
-            Verdict::Partly => "partly reproduced",
-            Verdict::NotReproduced => "not reproduced",
-            Verdict::NotTested => "not tested (grid too small)",
+            ClaimVerdict::Reproduced => "reproduced",
+            ClaimVerdict::Partly => "partly reproduced",
+            ClaimVerdict::NotReproduced => "not reproduced",
+            ClaimVerdict::NotTested => "not tested (grid too small)",
         }
     }
 
     /// Reproduced when `holds`, not reproduced otherwise.
-    pub fn of(holds: bool) -> Verdict {
+    pub fn of(holds: bool) -> ClaimVerdict {
         if holds {
-            Verdict::Reproduced
+            ClaimVerdict::Reproduced
         } else {
-            Verdict::NotReproduced
+            ClaimVerdict::NotReproduced
         }
     }
 }
@@ -39,7 +39,7 @@ impl Verdict {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Claim {
     pub statement: String,
-    pub verdict: Verdict,
+    pub verdict: ClaimVerdict,
     pub criterion: String,
     pub evidence: String,
 }
@@ -48,7 +48,7 @@ impl Claim {
     pub fn new(
         statement: impl Into<String>,
         criterion: impl Into<String>,
-        verdict: Verdict,
+        verdict: ClaimVerdict,
         evidence: impl Into<String>,
     ) -> Self {
         Claim {
@@ -61,12 +61,12 @@ impl Claim {
 
     /// A claim whose cells are not in the grid.
     pub fn not_tested(statement: impl Into<String>, criterion: impl Into<String>) -> Self {
-        Claim::new(statement, criterion, Verdict::NotTested, "")
+        Claim::new(statement, criterion, ClaimVerdict::NotTested, "")
     }
 }
 
 /// The verdict of the claim whose statement starts with `prefix` (for tests and the index).
-pub fn verdict_of(claims: &[Claim], prefix: &str) -> Option<Verdict> {
+pub fn verdict_of(claims: &[Claim], prefix: &str) -> Option<ClaimVerdict> {
     claims
         .iter()
         .find(|claim| claim.statement.starts_with(prefix))
@@ -100,7 +100,7 @@ mod tests {
     #[test]
     fn claims_round_trip_through_csv_and_render_as_a_table() {
         let claims = vec![
-            Claim::new("A | B.", "x >= 1", Verdict::Reproduced, "x = 2, y = 3"),
+            Claim::new("A | B.", "x >= 1", ClaimVerdict::Reproduced, "x = 2, y = 3"),
             Claim::not_tested("C.", "needs the 100-client cells"),
         ];
         let text = super::super::table::csv_text(&claims).unwrap();
@@ -113,7 +113,7 @@ mod tests {
         assert_eq!(read, claims);
         let table = markdown_table(&claims);
         assert!(table.contains("| A \\| B. | **reproduced** |"), "{table}");
-        assert_eq!(verdict_of(&claims, "C"), Some(Verdict::NotTested));
+        assert_eq!(verdict_of(&claims, "C"), Some(ClaimVerdict::NotTested));
         assert_eq!(verdict_of(&claims, "D"), None);
     }
 }

@@ -38,9 +38,9 @@ use retrylab_check as check;
 use retrylab_sim::{atomic, backoff, plot, sim};
 #[cfg(feature = "nats")]
 use retrylab_worlds::handler;
-use retrylab_worlds::{model, protocol};
+use retrylab_worlds::{builtin, protocol};
 
-pub use claim::{Claim, Verdict};
+pub use claim::{Claim, ClaimVerdict};
 pub use grid::{sweep, CellRuns, Context, Experiment, Grid, RunAt};
 pub use output::Output;
 

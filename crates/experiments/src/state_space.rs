@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::builtin::{Faults, World, WorldBuilder};
 use crate::check::Model as _;
-use crate::model::{Faults, World, WorldBuilder};
 use crate::output::Output;
 use crate::plot::{BandPoint, LineChart, Scale, Series};
 
@@ -41,9 +41,9 @@ pub fn faults_up_to(count: u32) -> Faults {
     faults
 }
 
-/// Every variant of `base` searched with and without symmetry, each stopped past `max_states`.
+/// Every variant of `base` searched with and without symmetry, each stopped past `states_max`.
 /// `on_search` hears each row as it is done (progress on stderr).
-pub fn search(base: &World, max_states: u64, on_search: &dyn Fn(&Row)) -> Vec<Row> {
+pub fn search(base: &World, states_max: u64, on_search: &dyn Fn(&Row)) -> Vec<Row> {
     let vary = |change: &dyn Fn(WorldBuilder) -> WorldBuilder| -> World {
         change(base.to_builder())
             .build()
@@ -61,7 +61,7 @@ pub fn search(base: &World, max_states: u64, on_search: &dyn Fn(&Row)) -> Vec<Ro
         worlds.push((
             "max-attempts",
             u32::from(attempts),
-            vary(&|b| b.max_attempts(attempts)),
+            vary(&|b| b.attempts_max(attempts)),
         ));
     }
     for faults in 0..=4u32 {
@@ -72,7 +72,7 @@ pub fn search(base: &World, max_states: u64, on_search: &dyn Fn(&Row)) -> Vec<Ro
         for symmetry in [false, true] {
             let report = world
                 .checker()
-                .max_states(max_states)
+                .states_max(states_max)
                 .symmetry(symmetry)
                 .bfs();
             let row = Row {

@@ -28,4 +28,4 @@ use retrylab_check as check;
 use retrylab_servers as servers;
 #[cfg(feature = "stack")]
 use retrylab_sim::backoff;
-use retrylab_worlds::{handler, model, protocol};
+use retrylab_worlds::{builtin, handler, protocol};

@@ -1,15 +1,15 @@
 //! retrylab's worlds: what is checked.
 //!
 //! - [`protocol`]: the idempotency protocol's decisions, shared by the models, the real stores and the experiments.
-//! - [`model`]: the built-in key-value/HTTP and queue worlds (clients, a lossy network, crashing processes, the
+//! - [`builtin`]: the built-in key-value/HTTP and queue worlds (clients, a lossy network, crashing processes, the
 //!   store) as `retrylab_check::Model`s; [`spec`]: the model files that configure them.
 //! - [`handler`]: the handler API (async Rust over a store interface), the handler world that explores it at every
 //!   store call, and the catalogue of designs.
 //! - [`report`]: Markdown, Mermaid, SVG and HTML reports of verdicts and traces.
 
+pub mod builtin;
 pub mod handler;
 pub mod input;
-pub mod model;
 pub mod protocol;
 pub mod report;
 pub mod spec;

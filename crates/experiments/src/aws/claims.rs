@@ -6,7 +6,7 @@
 use super::sweep::{find_cell, CellSummary};
 use super::world::AwsParams;
 use crate::backoff::Strategy;
-use crate::claim::{Claim, Verdict};
+use crate::claim::{Claim, ClaimVerdict};
 use crate::sim::stats::log_log_slope;
 
 /// Multi-point claims are judged from this client count up: below it there is too little
@@ -78,11 +78,11 @@ fn over_contended(
         .map(|c| c.clients)
         .collect();
     let verdict = if failing.is_empty() {
-        Verdict::Reproduced
+        ClaimVerdict::Reproduced
     } else if failing.len() * 2 <= contended.len() {
-        Verdict::Partly
+        ClaimVerdict::Partly
     } else {
-        Verdict::NotReproduced
+        ClaimVerdict::NotReproduced
     };
     // Evidence at the middle contended point and at the largest one.
     let middle = contended[contended.len() / 2];
@@ -211,11 +211,11 @@ pub fn evaluate(cells: &[CellSummary]) -> Vec<Claim> {
                 statement: "At 100 clients, full jitter cuts calls by more than half against plain exponential.".into(),
                 criterion: "mean calls of full jitter below 0.5x exponential's at 100 clients, also comparing the ends of the 95% intervals".into(),
                 verdict: if conservative < 0.5 {
-                    Verdict::Reproduced
+                    ClaimVerdict::Reproduced
                 } else if ratio < 0.5 {
-                    Verdict::Partly
+                    ClaimVerdict::Partly
                 } else {
-                    Verdict::NotReproduced
+                    ClaimVerdict::NotReproduced
                 },
                 evidence: format!(
                     "full {:.0} ± {:.0} vs exponential {:.0} ± {:.0} calls: ratio {:.2} (interval ends {:.2})",
@@ -273,11 +273,11 @@ fn growth_claim(cells: &[CellSummary]) -> Claim {
         statement: statement.into(),
         criterion,
         verdict: if quadratic == exponents.len() {
-            Verdict::Reproduced
+            ClaimVerdict::Reproduced
         } else if quadratic * 2 >= exponents.len() {
-            Verdict::Partly
+            ClaimVerdict::Partly
         } else {
-            Verdict::NotReproduced
+            ClaimVerdict::NotReproduced
         },
         evidence: exponents
             .iter()
@@ -300,9 +300,9 @@ pub fn cap_claim(
         "Critique: decorrelated jitter sticks to the cap about 2/3 of the time.",
         format!("share of delays equal to the cap over {draws} consecutive retries of one client"),
         if at_cap_share > 0.5 {
-            Verdict::Reproduced
+            ClaimVerdict::Reproduced
         } else {
-            Verdict::Partly
+            ClaimVerdict::Partly
         },
         format!(
             "a delay at the cap is followed by another delay exactly at the cap {stay} of the time (theory (3 cap - cap)/(3 cap - base) = {:.1}%), \

@@ -23,7 +23,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 
 use crate::backoff::{Backoff, BackoffState};
-use crate::sim::kernel::{self, ms_to_ns, ns_to_ms, Control, Model, RunEnd, TimeNs};
+use crate::sim::kernel::{self, ms_to_ns, ns_to_ms, Control, RunEnd, TimeNs, TimedWorld};
 use crate::sim::slot_queue::SlotQueue;
 use crate::sim::stats::percentile_sorted;
 
@@ -156,7 +156,7 @@ impl OccWorld {
 /// The world runs on a [`SlotQueue`] (one slot per client, which never has two pending events)
 /// rather than the kernel's heap: the order of events is the same, by (time, sequence), and the
 /// tournament tree is cheaper per event (see its module).
-impl Model for OccWorld {
+impl TimedWorld for OccWorld {
     type Event = Event;
     type Queue = SlotQueue<Event>;
 

@@ -2,7 +2,7 @@
 //! the policies by load amplification, and what retries buy at a low failure rate.
 
 use super::{find, Cell, HIGH_P_PERMILLE, MODERATE_P_PERMILLE};
-use crate::claim::{Claim, Verdict};
+use crate::claim::{Claim, ClaimVerdict};
 use crate::client::PolicyKind;
 
 /// "Near no retries" at p = 1: amplification at most this.
@@ -32,7 +32,7 @@ pub fn evaluate(cells: &[Cell]) -> Vec<Claim> {
         Some(c) => Claim::new(
             statement,
             criterion,
-            Verdict::of((c.amplification.mean - 4.0).abs() <= 0.01),
+            ClaimVerdict::of((c.amplification.mean - 4.0).abs() <= 0.01),
             format!("{:.3}", c.amplification.mean),
         ),
     });
@@ -58,7 +58,7 @@ pub fn evaluate(cells: &[Cell]) -> Vec<Claim> {
             Claim::new(
                 statement,
                 criterion,
-                Verdict::of(holds),
+                ClaimVerdict::of(holds),
                 format!(
                     "no-retries {:.3}; {}",
                     none.amplification.mean,
@@ -96,11 +96,11 @@ pub fn evaluate(cells: &[Cell]) -> Vec<Claim> {
         Claim::not_tested(statement, criterion)
     } else {
         let verdict = if exceptions.is_empty() {
-            Verdict::Reproduced
+            ClaimVerdict::Reproduced
         } else if 2 * exceptions.len() <= judged {
-            Verdict::Partly
+            ClaimVerdict::Partly
         } else {
-            Verdict::NotReproduced
+            ClaimVerdict::NotReproduced
         };
         let evidence = if exceptions.is_empty() {
             format!("apart in all {judged} cells")
@@ -121,7 +121,7 @@ pub fn evaluate(cells: &[Cell]) -> Vec<Claim> {
         Some(c) => Claim::new(
             statement,
             criterion,
-            Verdict::of((1.05..=1.112).contains(&c.amplification.mean)),
+            ClaimVerdict::of((1.05..=1.112).contains(&c.amplification.mean)),
             format!("{:.3}", c.amplification.mean),
         ),
     });
@@ -137,7 +137,7 @@ pub fn evaluate(cells: &[Cell]) -> Vec<Claim> {
             (Some(three), Some(none)) => Claim::new(
                 statement,
                 criterion,
-                Verdict::of(three.success_rate.mean > 0.99 && none.success_rate.mean < 0.92),
+                ClaimVerdict::of(three.success_rate.mean > 0.99 && none.success_rate.mean < 0.92),
                 format!(
                     "3-retries {:.4} (theory 1 - p^4 = 0.9999), no-retries {:.4}",
                     three.success_rate.mean, none.success_rate.mean
@@ -159,7 +159,7 @@ pub fn evaluate(cells: &[Cell]) -> Vec<Claim> {
             Claim::new(
                 statement,
                 criterion,
-                Verdict::of(share(quota) >= ALIKE_SHARE_MIN && share(grpc) < ALIKE_SHARE_MIN),
+                ClaimVerdict::of(share(quota) >= ALIKE_SHARE_MIN && share(grpc) < ALIKE_SHARE_MIN),
                 format!(
                     "amplification 3-retries {:.3}, aws-quota {:.3} ({:.0}% of the extra calls), grpc-throttle {:.3} ({:.0}%)",
                     three.amplification.mean, quota.amplification.mean, share(quota) * 100.0, grpc.amplification.mean, share(grpc) * 100.0

@@ -15,7 +15,7 @@ use rand_distr::{Distribution, Exp};
 
 use crate::backoff::{AttemptKind, AttemptResult, BackoffState, FailureKind, RetryGate};
 use crate::client::{full_jitter, Client, PolicyKind};
-use crate::sim::kernel::{ms_to_ns, ns_to_ms, Control, EventQueue, Model, TimeNs};
+use crate::sim::kernel::{ms_to_ns, ns_to_ms, Control, EventQueue, TimeNs, TimedWorld};
 
 /// Bounds that keep a run's memory and events finite.
 pub const CLIENTS_MAX: u32 = 10_000;
@@ -163,7 +163,7 @@ impl World {
     }
 }
 
-impl Model for World {
+impl TimedWorld for World {
     type Event = Event;
     type Queue = EventQueue<Event>;
 

@@ -11,7 +11,7 @@ use super::world::{
     recovery, simulate, CapacityConfig, CapacityOutcome, Recovery, RECOVERED_BINS,
     RECOVERED_SHARE_PERMILLE,
 };
-use crate::claim::{markdown_table, Claim, Verdict};
+use crate::claim::{markdown_table, Claim, ClaimVerdict};
 use crate::client::{full_jitter, PolicyKind};
 use crate::grid::{Context, Experiment, Grid, RunAt};
 use crate::output::Output;
@@ -240,7 +240,7 @@ pub fn claims(cells: &[Cell]) -> Vec<Claim> {
             Some(c) => Claim::new(
                 statement,
                 criterion,
-                Verdict::of(c.stays_collapsed()),
+                ClaimVerdict::of(c.stays_collapsed()),
                 format!(
                     "collapsed in {} of {} runs",
                     c.collapsed_runs(),
@@ -258,7 +258,9 @@ pub fn claims(cells: &[Cell]) -> Vec<Claim> {
             Some(c) => Claim::new(
                 statement,
                 criterion,
-                Verdict::of(c.throughput_end.mean >= WASTE_RATIO_MIN * c.goodput_end.mean.max(1.0)),
+                ClaimVerdict::of(
+                    c.throughput_end.mean >= WASTE_RATIO_MIN * c.goodput_end.mean.max(1.0),
+                ),
                 format!(
                     "goodput {:.0}/s, throughput {:.0}/s",
                     c.goodput_end.mean, c.throughput_end.mean
@@ -292,7 +294,7 @@ pub fn claims(cells: &[Cell]) -> Vec<Claim> {
         Claim::new(
             statement,
             criterion,
-            Verdict::of(others.iter().all(|c| !c.stays_collapsed())),
+            ClaimVerdict::of(others.iter().all(|c| !c.stays_collapsed())),
             format!("recovery after capacity is back: {}", evidence.join(", ")),
         )
     });

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::world::{simulate, CapacityConfig, CapacityOutcome};
 use crate::backoff::{Backoff, Strategy};
 use crate::check_duration_s;
-use crate::claim::{markdown_table, Claim, Verdict};
+use crate::claim::{markdown_table, Claim, ClaimVerdict};
 use crate::client::PolicyKind;
 use crate::grid::{Context, Experiment, Grid, RunAt};
 use crate::output::Output;
@@ -204,7 +204,7 @@ pub fn claims(cells: &[Cell]) -> Vec<Claim> {
         Claim::new(
             statement,
             criterion,
-            Verdict::of(total == 0 && reached),
+            ClaimVerdict::of(total == 0 && reached),
             format!(
                 "{total} duplicate effects in {} cells; timed out but executed, per 1000 requests, up to {:.1}",
                 with_key.len(),
@@ -237,7 +237,7 @@ pub fn claims(cells: &[Cell]) -> Vec<Claim> {
         Claim::new(
             statement,
             criterion,
-            Verdict::of(per_strategy.iter().all(|(_, n)| *n > 0)),
+            ClaimVerdict::of(per_strategy.iter().all(|(_, n)| *n > 0)),
             format!(
                 "duplicate effects over all no-key runs: {}",
                 evidence.join(", ")

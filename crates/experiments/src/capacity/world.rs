@@ -19,7 +19,7 @@ use rand_distr::{Distribution, Exp};
 use crate::backoff::{AttemptKind, AttemptResult, Backoff, BackoffState, FailureKind, RetryGate};
 use crate::client::{Client, PolicyKind};
 use crate::protocol::{decide, Decision, RecordState};
-use crate::sim::kernel::{ms_to_ns, ns_to_ms, Control, EventQueue, Model, TimeNs};
+use crate::sim::kernel::{ms_to_ns, ns_to_ms, Control, EventQueue, TimeNs, TimedWorld};
 
 pub const CLIENTS_MAX: u32 = 10_000;
 pub const WORKERS_MAX: u32 = 10_000;
@@ -339,7 +339,7 @@ impl World {
     }
 }
 
-impl Model for World {
+impl TimedWorld for World {
     type Event = Event;
     type Queue = EventQueue<Event>;
 

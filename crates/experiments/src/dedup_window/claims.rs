@@ -4,7 +4,7 @@
 
 use super::find;
 use super::world::{Cause, Cell, Config, Place};
-use crate::claim::{Claim, Verdict};
+use crate::claim::{Claim, ClaimVerdict};
 
 /// "Protects" / "fails": a probability difference of at least this much between two cells.
 pub const CLEAR_DIFFERENCE: f64 = 0.5;
@@ -42,7 +42,7 @@ pub fn evaluate(config: &Config, cells: &[Cell]) -> Vec<Claim> {
         Some(max) => Claim::new(
             "An inbox keyed by event id in the effect's transaction never duplicates.",
             "no duplicate in any cell, whatever the cause and the delay",
-            Verdict::of(max == 0.0),
+            ClaimVerdict::of(max == 0.0),
             format!("largest P(duplicate) over its cells {max:.3}"),
         ),
     });
@@ -77,7 +77,7 @@ pub fn evaluate(config: &Config, cells: &[Cell]) -> Vec<Claim> {
             Claim::new(
                 window,
                 window_criterion,
-                Verdict::of(holds),
+                ClaimVerdict::of(holds),
                 evidence.join("; "),
             )
         }
@@ -97,7 +97,7 @@ pub fn evaluate(config: &Config, cells: &[Cell]) -> Vec<Claim> {
             (Some(retry), Some(restart)) => Claim::new(
                 session,
                 session_criterion,
-                Verdict::of(restart - retry >= CLEAR_DIFFERENCE),
+                ClaimVerdict::of(restart - retry >= CLEAR_DIFFERENCE),
                 format!("at {first} x window: retry {retry:.3}, restart {restart:.3}"),
             ),
             _ => Claim::not_tested(session, session_criterion),
@@ -116,7 +116,7 @@ pub fn evaluate(config: &Config, cells: &[Cell]) -> Vec<Claim> {
         Some(min) => Claim::new(
             offset,
             offset_criterion,
-            Verdict::of(min > ALMOST_ALWAYS),
+            ClaimVerdict::of(min > ALMOST_ALWAYS),
             format!("smallest P(duplicate) over its cells {min:.3}"),
         ),
     });
@@ -133,7 +133,7 @@ pub fn evaluate(config: &Config, cells: &[Cell]) -> Vec<Claim> {
             (Some(after_max), Some(same_max)) => Claim::new(
                 after,
                 after_criterion,
-                Verdict::of(after_max < RARE && after_max > same_max),
+                ClaimVerdict::of(after_max < RARE && after_max > same_max),
                 format!("largest P(duplicate) {after_max:.3} (same transaction: {same_max:.3})"),
             ),
             _ => Claim::not_tested(after, after_criterion),

@@ -34,7 +34,7 @@ pub struct RealConfig {
     pub seed: u64,
     pub crash_probability: f64,
     pub ack_loss_probability: f64,
-    pub max_receives: u32,
+    pub receives_max: u32,
     /// The consumer's ack wait (how soon a crashed or unacked delivery comes back).
     pub ack_wait: Duration,
 }
@@ -55,7 +55,7 @@ impl Default for RealConfig {
             seed: 5,
             crash_probability: 0.05,
             ack_loss_probability: 0.05,
-            max_receives: 5,
+            receives_max: 5,
             ack_wait: Duration::from_millis(300),
         }
     }
@@ -227,7 +227,7 @@ fn run_cell(
         QueueOptions {
             duplicate_window: config.window,
             ack_wait: config.ack_wait,
-            max_deliver: i64::from(config.max_receives),
+            max_deliver: i64::from(config.receives_max),
         },
     )?;
     let path = folder.join(format!("window-{index}.db"));
@@ -248,7 +248,7 @@ fn run_cell(
     let quiet = config.ack_wait * 2 + Duration::from_millis(300);
     // Only a broker that never reports its consumer idle needs this: 30 s past every receive's ack wait, since a
     // stalled machine has held one broker call past 5 s.
-    let give_up = quiet + config.ack_wait * config.max_receives + Duration::from_secs(30);
+    let give_up = quiet + config.ack_wait * config.receives_max + Duration::from_secs(30);
     let before_effect_rows = inbox
         .commits()
         .iter()
@@ -338,7 +338,7 @@ pub fn simulated(config: &RealConfig, runs: u32) -> Vec<crate::dedup_window::Cel
         ratios: config.ratios.clone(),
         crash_probability: config.crash_probability,
         ack_loss_probability: config.ack_loss_probability,
-        max_receives: config.max_receives,
+        receives_max: config.receives_max,
     };
     let mut cells = Vec::new();
     for &place in &config.places {
@@ -425,7 +425,7 @@ pub fn report(
         crash = config.crash_probability,
         loss = config.ack_loss_probability,
         ack_ms = config.ack_wait.as_millis(),
-        receives = config.max_receives,
+        receives = config.receives_max,
         cells = rows.len(),
     );
     let disagreeing: Vec<String> = rows

@@ -125,7 +125,7 @@ fn readme(config: &Config, context: &Context, cells: &[Cell], claims: &[Claim]) 
          lost with probability {}, and the broker redelivers up to {} times. The y axis is the fraction of \
          events that took effect twice or more, with 95% Wilson intervals ({} events per point, one ChaCha8 \
          stream per event).\n",
-        config.crash_probability, config.ack_loss_probability, config.max_receives, context.runs
+        config.crash_probability, config.ack_loss_probability, config.receives_max, context.runs
     );
     let _ = writeln!(text, "## Claims\n\n{}", markdown_table(claims));
     let _ = writeln!(text, "![retry](retry.png)\n\n![restart](restart.png)\n");

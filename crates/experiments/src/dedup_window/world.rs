@@ -7,7 +7,7 @@
 //! broker forwards the copy as a new message unless its producer dedup recognises it. The consumer receives each
 //! message at least once: it crashes during a delivery with probability `crash_probability` (at a uniformly
 //! chosen step boundary of its handler) and an ack is lost with probability `ack_loss_probability`; either way the
-//! broker redelivers, up to `max_receives` deliveries. Copies arrive long after the original was handled (the
+//! broker redelivers, up to `receives_max` deliveries. Copies arrive long after the original was handled (the
 //! delays are seconds to hours, handling takes milliseconds), so messages are handled one after the other.
 //!
 //! The outcome is whether the event took effect at least twice. Everything is drawn from one ChaCha8 stream per
@@ -101,7 +101,7 @@ pub struct Config {
     pub ratios: Vec<f64>,
     pub crash_probability: f64,
     pub ack_loss_probability: f64,
-    pub max_receives: u32,
+    pub receives_max: u32,
 }
 
 impl Config {
@@ -119,7 +119,7 @@ impl Default for Config {
             ratios: Config::default_ratios(),
             crash_probability: 0.05,
             ack_loss_probability: 0.05,
-            max_receives: 5,
+            receives_max: 5,
         }
     }
 }
@@ -204,7 +204,7 @@ fn handle_message(
     // Every key this experiment uses is the same across the deliveries of one message.
     let key = queue::inbox_key(dedup_key, EVENT_ID, 1, copy);
     let commits = inbox.commits();
-    for _ in 0..config.max_receives {
+    for _ in 0..config.receives_max {
         let row_found = consumer.rows.contains(&key);
         if queue::on_delivery(inbox, row_found) == OnDelivery::AckWithoutProcessing {
             // A lost ack only means one more such delivery.

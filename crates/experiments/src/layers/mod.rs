@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::claim::{markdown_table, Claim, Verdict};
+use crate::claim::{markdown_table, Claim, ClaimVerdict};
 use crate::grid::{Context, Experiment, Grid, RunAt};
 use crate::output::Output;
 use crate::plot::{BandPoint, LegendAt, LineChart, LineStyle, Scale, Series};
@@ -169,7 +169,7 @@ pub fn claims(cells: &[Cell]) -> Vec<Claim> {
             Some(n) => Claim::new(
                 statement,
                 criterion,
-                Verdict::of(n == expected),
+                ClaimVerdict::of(n == expected),
                 format!("{n} bottom requests per call"),
             ),
         });
@@ -198,7 +198,12 @@ pub fn claims(cells: &[Cell]) -> Vec<Claim> {
         } else {
             format!("differs at {}", off.join(", "))
         };
-        Claim::new(statement, criterion, Verdict::of(off.is_empty()), evidence)
+        Claim::new(
+            statement,
+            criterion,
+            ClaimVerdict::of(off.is_empty()),
+            evidence,
+        )
     });
     let statement = "The user waits much longer for the same failure when every layer retries: the backoffs nest.";
     let criterion = format!("mean time to failure at 5 x 3, every-layer, at least {NESTED_WAIT_RATIO_MIN}x the one-layer mean");
@@ -212,7 +217,7 @@ pub fn claims(cells: &[Cell]) -> Vec<Claim> {
                 Claim::new(
                     statement,
                     criterion,
-                    Verdict::of(ratio >= NESTED_WAIT_RATIO_MIN),
+                    ClaimVerdict::of(ratio >= NESTED_WAIT_RATIO_MIN),
                     format!(
                         "{:.0} ± {:.0} ms against {:.0} ± {:.0} ms ({ratio:.0}x)",
                         every.give_up_ms.mean,

@@ -8,7 +8,7 @@
 use rand_chacha::ChaCha8Rng;
 
 use crate::backoff::{Backoff, BackoffState, Decision, Failure, RetryPolicy, Strategy};
-use crate::sim::kernel::{ms_to_ns, ns_to_ms, Control, EventQueue, Model, TimeNs};
+use crate::sim::kernel::{ms_to_ns, ns_to_ms, Control, EventQueue, TimeNs, TimedWorld};
 
 /// Which services retry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -178,7 +178,7 @@ impl Chain {
     }
 }
 
-impl Model for Chain {
+impl TimedWorld for Chain {
     type Event = Event;
     type Queue = EventQueue<Event>;
 

@@ -11,7 +11,7 @@
 use super::explore::{Bounds, Coverage, Explorer};
 use super::gate::Wire;
 use super::lab::{Lab, LabError};
-use super::report::{GrayCheck, Verdict};
+use super::report::{GrayCheck, GrayVerdict};
 use super::run::{run_schedule, Plan, Released, When};
 use super::schedule::{CrashPoint, Schedule, ScheduledRequest, FORMAT, VERSION};
 use crate::stack::http::HttpResponse;
@@ -37,13 +37,13 @@ impl CheckOptions {
 /// A check's verdict, its evidence, and (failures) the schedule that shows it.
 #[derive(Clone, Debug)]
 pub struct Finding {
-    pub verdict: Verdict,
+    pub verdict: GrayVerdict,
     pub evidence: String,
     pub schedule: Option<Schedule>,
 }
 
 impl Finding {
-    fn new(verdict: Verdict, evidence: String) -> Finding {
+    fn new(verdict: GrayVerdict, evidence: String) -> Finding {
         Finding {
             verdict,
             evidence,
@@ -106,7 +106,7 @@ fn schedule(
             .collect(),
         released,
         crash,
-        verdict: Verdict::Fail.name().into(),
+        verdict: GrayVerdict::Fail.name().into(),
         evidence: evidence.into(),
     }
 }
@@ -126,12 +126,12 @@ async fn crash_at_every_statement(
             "without any crash the request answered {} and count {effects:+}: expected a success and +1",
             shown(answer)
         );
-        return Ok(Finding::new(Verdict::Fail, evidence));
+        return Ok(Finding::new(GrayVerdict::Fail, evidence));
     }
     let statements = learned.released.len();
     if statements == 0 {
         return Ok(Finding::new(
-            Verdict::NotApplicable,
+            GrayVerdict::NotApplicable,
             "the request sent nothing through the gates".into(),
         ));
     }
@@ -153,9 +153,9 @@ async fn crash_at_every_statement(
             "{evidence}; {} crash points not reached ({first})",
             diverged.len()
         );
-        return Ok(Finding::new(Verdict::Incomplete, evidence));
+        return Ok(Finding::new(GrayVerdict::Incomplete, evidence));
     }
-    Ok(Finding::new(Verdict::Pass, evidence))
+    Ok(Finding::new(GrayVerdict::Pass, evidence))
 }
 
 /// Every boundary, before and after.
@@ -219,7 +219,7 @@ pub(super) async fn crash_once(
         &evidence,
     );
     Ok(Crashed::Judged(Some(Box::new(Finding {
-        verdict: Verdict::Fail,
+        verdict: GrayVerdict::Fail,
         evidence,
         schedule: Some(saved),
     }))))
@@ -378,7 +378,7 @@ async fn interleaved_same_key(lab: &mut Lab, options: &CheckOptions) -> Result<F
                 &evidence,
             );
             return Ok(Finding {
-                verdict: Verdict::Fail,
+                verdict: GrayVerdict::Fail,
                 evidence,
                 schedule: Some(saved),
             });
@@ -398,7 +398,7 @@ async fn interleaved_same_key(lab: &mut Lab, options: &CheckOptions) -> Result<F
 /// pass would be vacuous. Said as n/a, with what ran.
 fn unchosen_finding(schedules: usize, options: &CheckOptions) -> Finding {
     Finding::new(
-        Verdict::NotApplicable,
+        GrayVerdict::NotApplicable,
         format!(
             "no order to choose: in {schedules} schedule(s) the {} requests never waited at a statement together (the \
              service serialised them before its stores, e.g. on one shared connection or a lock of its own), so \
@@ -412,18 +412,18 @@ fn coverage_finding(schedules: usize, coverage: Coverage, options: &CheckOptions
     let clients = options.clients;
     match coverage {
         Coverage::Complete => Finding::new(
-            Verdict::Pass,
+            GrayVerdict::Pass,
             format!("{schedules} schedules, every order of the {clients} requests' boundaries: at most one effect each"),
         ),
         Coverage::WithinPreemptions { pruned } => Finding::new(
-            Verdict::Pass,
+            GrayVerdict::Pass,
             format!(
                 "{schedules} schedules, every order within {} preemptions ({pruned} with more not run): at most one effect each",
                 options.bounds.preemptions_max
             ),
         ),
         Coverage::Incomplete { explored } => Finding::new(
-            Verdict::Incomplete,
+            GrayVerdict::Incomplete,
             format!(
                 "--schedules-max {} cut the search after {explored} schedules (none had a second effect)",
                 options.bounds.schedules_max
@@ -460,7 +460,7 @@ pub(super) async fn lost_response(
             "the first request answered {}: nothing to lose",
             lost.status
         );
-        return Ok(Finding::new(Verdict::NotApplicable, evidence));
+        return Ok(Finding::new(GrayVerdict::NotApplicable, evidence));
     }
     // A replay may answer 200 where the original answered 201 (docs/src/domain.md section 3: completed -> 200 with the stored
     // response), as the black-box probe's replay-after-completion allows: the same body, a success.
@@ -471,7 +471,7 @@ pub(super) async fn lost_response(
                 "the retry got the stored answer ({}, same body); count +1",
                 retry.status
             );
-            return Ok(Finding::new(Verdict::Pass, evidence));
+            return Ok(Finding::new(GrayVerdict::Pass, evidence));
         }
         (_, e) if e > 1 => format!(
             "{e} effects: the lost answer was {}, the retry paid again",
@@ -492,7 +492,7 @@ pub(super) async fn lost_response(
 fn fail(lab: &Lab, check: GrayCheck, key: String, evidence: String) -> Finding {
     let saved = schedule(lab, check, vec![key], Vec::new(), None, &evidence);
     Finding {
-        verdict: Verdict::Fail,
+        verdict: GrayVerdict::Fail,
         evidence,
         schedule: Some(saved),
     }
@@ -592,7 +592,7 @@ mod tests {
             run_id: "t".into(),
         };
         let cut = coverage_finding(5, Coverage::Incomplete { explored: 5 }, &options);
-        assert_eq!(cut.verdict, Verdict::Incomplete);
+        assert_eq!(cut.verdict, GrayVerdict::Incomplete);
         assert!(
             cut.evidence.contains("--schedules-max 5"),
             "{}",
@@ -600,7 +600,7 @@ mod tests {
         );
         assert_eq!(
             coverage_finding(3, Coverage::Complete, &options).verdict,
-            Verdict::Pass
+            GrayVerdict::Pass
         );
         let bounded = coverage_finding(4, Coverage::WithinPreemptions { pruned: 2 }, &options);
         assert!(

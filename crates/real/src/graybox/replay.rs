@@ -5,7 +5,7 @@
 
 use super::checks::{crash_once, lost_response, order, CheckOptions, Crashed};
 use super::lab::{Lab, LabError};
-use super::report::{GrayCheck, Verdict};
+use super::report::{GrayCheck, GrayVerdict};
 use super::run::{run_schedule, Plan};
 use super::schedule::Schedule;
 
@@ -46,7 +46,7 @@ pub async fn replay(
         (GrayCheck::LostResponse, _) => {
             let mut once = options.clone();
             once.run_id = format!("{}-replay", options.run_id);
-            Some(lost_response(lab, &once).await?).filter(|f| f.verdict == Verdict::Fail)
+            Some(lost_response(lab, &once).await?).filter(|f| f.verdict == GrayVerdict::Fail)
         }
         (GrayCheck::CrashAtEveryStatement, None) => {
             return Err(LabError::Store(

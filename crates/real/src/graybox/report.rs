@@ -42,8 +42,9 @@ impl GrayCheck {
     }
 }
 
+/// What one gray-box check found on the running service (not the checker's `check::Verdict` of a property).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Verdict {
+pub enum GrayVerdict {
     #[serde(rename = "pass")]
     Pass,
     #[serde(rename = "fail")]
@@ -55,13 +56,13 @@ pub enum Verdict {
     NotApplicable,
 }
 
-impl Verdict {
+impl GrayVerdict {
     pub fn name(self) -> &'static str {
         match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::Incomplete => "incomplete",
-            Verdict::NotApplicable => "n/a",
+            GrayVerdict::Pass => "pass",
+            GrayVerdict::Fail => "fail",
+            GrayVerdict::Incomplete => "incomplete",
+            GrayVerdict::NotApplicable => "n/a",
         }
     }
 }
@@ -70,7 +71,7 @@ impl Verdict {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct GrayResult {
     pub check: String,
-    pub result: Verdict,
+    pub result: GrayVerdict,
     pub evidence: String,
     /// The command that runs it again (with `--replay FILE` on failures).
     pub reproduce: String,
@@ -101,7 +102,7 @@ pub fn table(results: &[GrayResult]) -> String {
 
 /// 0 every check passed (or was incomplete or n/a), 1 one failed.
 pub fn exit_code(results: &[GrayResult]) -> i32 {
-    i32::from(results.iter().any(|r| r.result == Verdict::Fail))
+    i32::from(results.iter().any(|r| r.result == GrayVerdict::Fail))
 }
 
 #[cfg(test)]
@@ -125,7 +126,7 @@ mod tests {
     fn a_failure_prints_its_schedule_and_fails_the_exit_code() {
         let pass = GrayResult {
             check: "lost-response".into(),
-            result: Verdict::Incomplete,
+            result: GrayVerdict::Incomplete,
             evidence: "cut".into(),
             reproduce: "retrylab probe ...".into(),
             schedule: None,
@@ -137,7 +138,7 @@ mod tests {
             "{json}"
         );
         let fail = GrayResult {
-            result: Verdict::Fail,
+            result: GrayVerdict::Fail,
             schedule: Some("retrylab-schedules/lost-response-1.json".into()),
             ..pass.clone()
         };

@@ -51,7 +51,7 @@ pub struct Plan<'a> {
 
 /// What a run did.
 #[derive(Clone, Debug, Default)]
-pub struct Outcome {
+pub struct RunOutcome {
     pub points: Vec<Point>,
     pub released: Vec<Released>,
     /// Each request's HTTP answer (None: the service was killed first).
@@ -93,7 +93,7 @@ enum Input {
 
 struct Tracker {
     phases: Vec<Phase>,
-    outcome: Outcome,
+    outcome: RunOutcome,
     connection_owner: BTreeMap<ConnectionId, usize>,
     boundary_owner: BTreeMap<BoundaryId, usize>,
     held: BTreeMap<BoundaryId, Boundary>,
@@ -107,9 +107,9 @@ impl Tracker {
     fn new(requests: usize, blocked: Duration) -> Tracker {
         Tracker {
             phases: vec![Phase::Finished; requests],
-            outcome: Outcome {
+            outcome: RunOutcome {
                 answers: vec![None; requests],
-                ..Outcome::default()
+                ..RunOutcome::default()
             },
             connection_owner: BTreeMap::new(),
             boundary_owner: BTreeMap::new(),
@@ -235,7 +235,7 @@ pub async fn run_schedule(
     lab: &mut Lab,
     requests: &[HttpRequest],
     plan: Plan<'_>,
-) -> Result<Outcome, LabError> {
+) -> Result<RunOutcome, LabError> {
     assert!(!requests.is_empty(), "a schedule has requests");
     lab.gates.set_mode(Mode::Pass);
     lab.settle().await?;

@@ -2,11 +2,11 @@
 //! call not made did not; each fault fires only on the calls it names and within its own budget; a lost answer
 //! is never offered for a statement inside an open transaction; the handler sees the same error either way.
 
+use crate::builtin::Events;
 use crate::check::{Model, Verdict};
 use crate::handler::lost::CallFault;
 use crate::handler::world::{HandlerAction, HandlerState, Message, Op};
 use crate::handler::*;
-use crate::model::Events;
 
 const BODY: &str = "{\"amount\":500}";
 
@@ -152,8 +152,8 @@ fn a_commit_whose_answer_is_lost_is_durable_and_one_not_made_is_not() {
     let (lost, not_made) = (&outcomes[0], &outcomes[1]);
     assert_eq!(lost.0, 1, "the lost answer's commit took effect");
     assert_eq!(not_made.0, 0, "the commit not made did not");
-    assert!(lost.1.has(crate::model::Event::AnswerLost));
-    assert!(not_made.1.has(crate::model::Event::HandlerError));
+    assert!(lost.1.has(crate::builtin::Event::AnswerLost));
+    assert!(not_made.1.has(crate::builtin::Event::HandlerError));
     assert_eq!(
         lost.2,
         "P1 COMMIT: made, its ANSWER IS LOST (the handler gets an error)"

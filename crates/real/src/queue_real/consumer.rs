@@ -4,7 +4,7 @@
 //! queue model, and the rules behind them are `protocol::queue`'s, written once: `on_delivery` decides whether a
 //! delivery is processed, `Inbox::commits` says which transactions processing commits.
 //!
-//! The work is split at the queue model's handler steps (`model::JobStep`: claim, provider, effect, commit,
+//! The work is split at the queue model's handler steps (`builtin::JobStep`: claim, provider, effect, commit,
 //! completion, respond), one store transaction at most per step, so that a checker trace can be replayed step by
 //! step and a crash can fall between any two. In production `run` takes the steps one after the other.
 

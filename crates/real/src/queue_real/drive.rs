@@ -21,10 +21,10 @@
 
 use super::broker::{Broker, Queue, QueueOptions};
 use super::consumer::{Consumer, ConsumerDesign, Phase};
-pub use super::outcome::Outcome;
+pub use super::outcome::EventOutcome;
 use super::outcome::Seen;
 use super::relay::{self, Failpoint};
-use crate::model::{
+use crate::builtin::{
     Action, Event, Events, JobStep, Message, Proc, Producer, ProducerDedup, QueueWorld, State,
 };
 use crate::protocol::status;
@@ -57,8 +57,8 @@ const WINDOW_MIN: Duration = Duration::from_millis(100);
 /// What a drive saw.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueRun {
-    pub real: Outcome,
-    pub model: Outcome,
+    pub real: EventOutcome,
+    pub model: EventOutcome,
     /// Effect rows after each step (equal to the model's, or the drive stopped with an error).
     pub effects_per_step: Vec<usize>,
     /// The stream's duplicate window.
@@ -157,7 +157,7 @@ pub fn drive_with<B: Backend>(
     let options = QueueOptions {
         duplicate_window: window,
         ack_wait: timing.ack_wait,
-        max_deliver: i64::from(clients.max_attempts),
+        max_deliver: i64::from(clients.attempts_max),
     };
     let queue = broker.queue(stream, options)?;
     let relay_crashes = actions
@@ -432,7 +432,7 @@ impl<B: Backend> Driver<'_, B> {
         Ok(what)
     }
 
-    fn deliver(&mut self, request: crate::model::Request, proc: u8) -> Result<String, String> {
+    fn deliver(&mut self, request: crate::builtin::Request, proc: u8) -> Result<String, String> {
         let sequence = *self
             .copies
             .get(request.copy as usize)

@@ -1,11 +1,11 @@
 //! A run's outcome, decided the same way from the model's events and from what the real broker and database did:
 //! the event duplicated, lost (acked with no effect), a second delivery or copy absorbed, or taken once.
 
-use crate::model::{Event, Events, State};
+use crate::builtin::{Event, Events, State};
 
 /// What happened to the event, from the effects and the acks: the queue models' outcomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Outcome {
+pub enum EventOutcome {
     /// It took effect twice (two effect rows, or two provider charges).
     Duplicated,
     /// A consumer acked it while it had no effect.
@@ -18,14 +18,14 @@ pub enum Outcome {
     Nothing,
 }
 
-impl Outcome {
+impl EventOutcome {
     pub fn name(self) -> &'static str {
         match self {
-            Outcome::Duplicated => "duplicated",
-            Outcome::Lost => "lost",
-            Outcome::Absorbed => "absorbed",
-            Outcome::Once => "once",
-            Outcome::Nothing => "nothing yet",
+            EventOutcome::Duplicated => "duplicated",
+            EventOutcome::Lost => "lost",
+            EventOutcome::Absorbed => "absorbed",
+            EventOutcome::Once => "once",
+            EventOutcome::Nothing => "nothing yet",
         }
     }
 }
@@ -40,15 +40,15 @@ pub(super) struct Seen {
 }
 
 impl Seen {
-    pub fn outcome(self) -> Outcome {
+    pub fn outcome(self) -> EventOutcome {
         match self {
             Seen {
                 duplicated: true, ..
-            } => Outcome::Duplicated,
-            Seen { lost: true, .. } => Outcome::Lost,
-            Seen { absorbed: true, .. } => Outcome::Absorbed,
-            Seen { effects: 0, .. } => Outcome::Nothing,
-            _ => Outcome::Once,
+            } => EventOutcome::Duplicated,
+            Seen { lost: true, .. } => EventOutcome::Lost,
+            Seen { absorbed: true, .. } => EventOutcome::Absorbed,
+            Seen { effects: 0, .. } => EventOutcome::Nothing,
+            _ => EventOutcome::Once,
         }
     }
 

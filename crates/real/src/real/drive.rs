@@ -26,12 +26,12 @@
 //! the model's (status and payment id), and every handler must be at the model's step.
 
 use super::stepped::{is_effect, is_transaction_end, Stepped};
+use crate::builtin::{
+    Action, Event, HttpWorld, JobStep, Key, OpRef, Payment, Proc, RecordStatus, State, World,
+};
 use crate::handler::designs::article::{self, ArticleKnobs, Record};
 use crate::handler::replay::Next;
 use crate::handler::{Answer, Call, Reply, Request, Store, StoreError};
-use crate::model::{
-    Action, Event, HttpWorld, JobStep, Key, OpRef, Payment, Proc, RecordStatus, State, World,
-};
 use crate::protocol::{status, Lease};
 use crate::runner::lockstep::Backend;
 use std::collections::{BTreeMap, BTreeSet};
@@ -60,7 +60,7 @@ enum Phase {
 /// A handler in progress on one process, and the model's request it serves (ghost data included: which
 /// operation it belongs to).
 struct Running<C> {
-    model_request: crate::model::Request,
+    model_request: crate::builtin::Request,
     run: Stepped<ArticleKnobs, C>,
     phase: Phase,
 }
@@ -101,7 +101,7 @@ pub struct DriveReport {
 /// Why the article's handler cannot stand in for this world, if it cannot: it keeps the key table in the same
 /// database as the effect and makes no external provider call.
 pub fn unsupported(world: &World) -> Option<String> {
-    use crate::model::{KeyStore as ModelKeyStore, Provider};
+    use crate::builtin::{KeyStore as ModelKeyStore, Provider};
     let Some(world) = world.http() else {
         return Some("a message-queue world (broker and consumer inbox)".to_string());
     };
@@ -125,7 +125,7 @@ pub fn knobs(world: &HttpWorld) -> ArticleKnobs {
 
 /// The handler's request for a model request: the model's key scope and value as client and key, and the body
 /// as the model file wrote it (so raw and normalised fingerprints match the model's).
-pub fn real_request(world: &HttpWorld, request: &crate::model::Request) -> Request {
+pub fn real_request(world: &HttpWorld, request: &crate::builtin::Request) -> Request {
     Request::new(
         format!("scope-{}", request.key.scope),
         format!("key-{}", request.key.value),
@@ -214,7 +214,7 @@ impl<'a, B: Backend> Driver<'a, B> {
         step: usize,
         action: Action,
         next: &State,
-        events: crate::model::Events,
+        events: crate::builtin::Events,
     ) -> Result<String, DriveError> {
         let diverged = |detail: String| DriveError::Diverged {
             step,
@@ -510,7 +510,7 @@ fn expected_answer(
     before: &State,
     after: &State,
     proc: u8,
-    events: crate::model::Events,
+    events: crate::builtin::Events,
 ) -> Option<(u16, Option<Payment>)> {
     let Proc::Busy(job) = before.procs[proc as usize] else {
         return None;
@@ -521,7 +521,7 @@ fn expected_answer(
     match job.step {
         JobStep::Respond { code, payload } => Some((code, payload)),
         _ if events.has(Event::Replay) => match before.store.records.get(&job.request.key) {
-            Some(crate::model::Record {
+            Some(crate::builtin::Record {
                 status: RecordStatus::Completed { code, payload },
                 ..
             }) => Some((status::replay_status(*code), *payload)),

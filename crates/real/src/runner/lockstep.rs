@@ -111,7 +111,7 @@ pub fn drive<H: Handler, W: Worker, B: Backend>(
             _ => {}
         }
         same_counts(backend, &state, &mut seen).map_err(|what| fail(step, what))?;
-        if observed.has(crate::model::Event::DuplicateEffect) {
+        if observed.has(crate::builtin::Event::DuplicateEffect) {
             seen.model_duplicate_at.get_or_insert(step);
         }
     }

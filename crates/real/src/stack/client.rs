@@ -41,7 +41,7 @@ pub struct Attempt {
 
 /// What an operation came to.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Outcome {
+pub struct OperationOutcome {
     pub key: String,
     pub attempts: Vec<Attempt>,
     /// The last response's status and body, when the last attempt got one.
@@ -51,7 +51,7 @@ pub struct Outcome {
     pub elapsed: Duration,
 }
 
-impl Outcome {
+impl OperationOutcome {
     /// The operation got a 2xx.
     pub fn succeeded(&self) -> bool {
         self.response
@@ -158,7 +158,7 @@ impl RetryingClient {
     }
 
     /// Send the operation until it gets a final answer or the policy gives up.
-    pub async fn send(&self, url: &Url, operation: &Operation) -> Outcome {
+    pub async fn send(&self, url: &Url, operation: &Operation) -> OperationOutcome {
         let started = Instant::now();
         let mut backoff = self.config.policy.backoff.start();
         let mut attempts = Vec::new();
@@ -200,8 +200,8 @@ fn outcome(
     response: Option<(u16, String)>,
     gave_up: Option<String>,
     started: Instant,
-) -> Outcome {
-    Outcome {
+) -> OperationOutcome {
+    OperationOutcome {
         key: operation.key.clone(),
         attempts,
         response,

@@ -4,7 +4,7 @@
 //! duplicates (effects counted by the count endpoint beyond one per operation) and latency percentiles; a
 //! duplicate, or most operations giving up, is a failure (`LoadReport::failure`). Keys carry the run's id.
 
-use super::client::{ClientConfig, Operation, Outcome, RetryingClient};
+use super::client::{ClientConfig, Operation, OperationOutcome, RetryingClient};
 use super::http::{exchange, HttpRequest, Url};
 use super::proxy::{FaultPlan, Proxy};
 use serde::Serialize;
@@ -20,7 +20,7 @@ pub const DURATION_MAX: Duration = Duration::from_secs(600);
 /// tokio's interval panicked; long before that no loopback service keeps up.
 pub const RATE_PER_S_MAX: u32 = 1_000_000;
 
-/// What the report needs of one operation (an `Outcome` holds its key and last body: a run of millions of
+/// What the report needs of one operation (an `OperationOutcome` holds its key and last body: a run of millions of
 /// operations kept them all, 1.42 GB in 5 s).
 #[derive(Clone, Copy, Debug)]
 struct Done {
@@ -30,7 +30,7 @@ struct Done {
 }
 
 impl Done {
-    fn of(outcome: &Outcome) -> Done {
+    fn of(outcome: &OperationOutcome) -> Done {
         Done {
             latency_ms: outcome.elapsed.as_secs_f64() * 1000.0,
             succeeded: outcome.succeeded(),

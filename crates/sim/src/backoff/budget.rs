@@ -10,8 +10,8 @@
 //!   after a timeout 10), a success refunds what its retry cost, or 1 if it needed no retry;
 //!   the 2026 costs (14 for errors, 5 for throttling) as [`QuotaCosts::AWS_2026`].
 //! - [`RetryRatio`]: Google SRE's per-client retry budget: retries at most 10% of requests.
-//! - [`GrpcThrottle`]: gRPC retry throttling (gRFC A6): tokens start at `max_tokens`, a failure
-//!   takes 1, a success adds `token_ratio`, retries only while tokens > `max_tokens / 2`.
+//! - [`GrpcThrottle`]: gRPC retry throttling (gRFC A6): tokens start at `tokens_max`, a failure
+//!   takes 1, a success adds `token_ratio`, retries only while tokens > `tokens_max / 2`.
 //! - [`TokenBucket`]: Brooker (2022)'s adaptive retries: a success deposits 0.1 token, a retry
 //!   takes 1 whole token.
 //! - [`CircuitBreaker`]: opens at a 10% failure ratio over a window; either it only stops
@@ -259,7 +259,7 @@ impl RetryGate for RetryRatio {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GrpcThrottle {
     tokens_milli: u32,
-    max_tokens_milli: u32,
+    tokens_milli_max: u32,
     token_ratio_milli: u32,
 }
 
@@ -269,19 +269,19 @@ impl GrpcThrottle {
         GrpcThrottle::new(10, 100).expect("valid defaults")
     }
 
-    /// `max_tokens` in 1..=1000 as in the gRFC; `token_ratio_milli` is tokenRatio in thousandths
+    /// `tokens_max` in 1..=1000 as in the gRFC; `token_ratio_milli` is tokenRatio in thousandths
     /// (the gRFC keeps three decimals too).
-    pub fn new(max_tokens: u32, token_ratio_milli: u32) -> Result<Self, GateError> {
-        check_range("max_tokens", u64::from(max_tokens), 1, 1000)?;
+    pub fn new(tokens_max: u32, token_ratio_milli: u32) -> Result<Self, GateError> {
+        check_range("max_tokens", u64::from(tokens_max), 1, 1000)?;
         check_range(
             "token_ratio_milli",
             u64::from(token_ratio_milli),
             1,
-            u64::from(max_tokens * MILLI),
+            u64::from(tokens_max * MILLI),
         )?;
         Ok(GrpcThrottle {
-            tokens_milli: max_tokens * MILLI,
-            max_tokens_milli: max_tokens * MILLI,
+            tokens_milli: tokens_max * MILLI,
+            tokens_milli_max: tokens_max * MILLI,
             token_ratio_milli,
         })
     }
@@ -298,13 +298,13 @@ impl RetryGate for GrpcThrottle {
 
     fn allow_retry(&mut self, _now_ms: f64, _failure: FailureKind) -> Option<RetryPermit> {
         // Strictly above half: at exactly half, retries stop.
-        (self.tokens_milli > self.max_tokens_milli / 2).then_some(RetryPermit { cost_milli: 0 })
+        (self.tokens_milli > self.tokens_milli_max / 2).then_some(RetryPermit { cost_milli: 0 })
     }
 
     fn record(&mut self, _now_ms: f64, _kind: AttemptKind, result: AttemptResult) {
         self.tokens_milli = match result {
             AttemptResult::Success => {
-                (self.tokens_milli + self.token_ratio_milli).min(self.max_tokens_milli)
+                (self.tokens_milli + self.token_ratio_milli).min(self.tokens_milli_max)
             }
             AttemptResult::Failure(_) => self.tokens_milli.saturating_sub(MILLI),
         };

@@ -151,11 +151,11 @@ pub struct Backoff {
     cap_ms: f64,
 }
 
-/// Closed range `[min_ms, max_ms]` that the next delay is drawn from.
+/// Closed range `[delay_ms_min, delay_ms_max]` that the next delay is drawn from.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DelayBounds {
-    pub min_ms: f64,
-    pub max_ms: f64,
+    pub delay_ms_min: f64,
+    pub delay_ms_max: f64,
 }
 
 impl Backoff {
@@ -228,7 +228,7 @@ impl BackoffState {
     /// Lets a model checker branch over the extremes instead of sampling.
     pub fn bounds_ms(&self, attempt: u32) -> DelayBounds {
         let b = &self.backoff;
-        let (min_ms, max_ms) = match b.strategy {
+        let (delay_ms_min, delay_ms_max) = match b.strategy {
             Strategy::None => (0.0, 0.0),
             Strategy::Constant => (b.base_ms, b.base_ms),
             Strategy::Exponential => (b.expo_ms(attempt), b.expo_ms(attempt)),
@@ -238,7 +238,10 @@ impl BackoffState {
                 (b.base_ms, (self.sleep_ms * f64::from(growth)).min(b.cap_ms))
             }
         };
-        DelayBounds { min_ms, max_ms }
+        DelayBounds {
+            delay_ms_min,
+            delay_ms_max,
+        }
     }
 
     /// Draws the delay before retry number `attempt` (1 for the first retry), in milliseconds.

@@ -165,7 +165,7 @@ impl<E> EventQueue<E> {
     }
 }
 
-/// What a model's handler tells the runner.
+/// What a world's handler tells the runner.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Control {
     Continue,
@@ -203,7 +203,7 @@ impl<E> Queue for EventQueue<E> {
 
 /// A simulated world: reacts to one event at a time, scheduling further events on the queue and
 /// drawing randomness only from the run's generator.
-pub trait Model {
+pub trait TimedWorld {
     type Event;
     /// The queue it schedules on: `EventQueue<Self::Event>` unless the world has a cheaper one.
     type Queue: Queue<Event = Self::Event>;
@@ -223,7 +223,7 @@ pub trait Model {
 pub enum RunEnd {
     /// No event left.
     Drained,
-    /// The model asked to stop.
+    /// The world asked to stop.
     Stopped,
     /// `events_max` events were handled and some remain: the run is incomplete.
     EventLimit,
@@ -236,14 +236,14 @@ pub struct RunStats {
     pub end_ns: TimeNs,
 }
 
-/// Runs `model` until it drains, stops, or has handled `events_max` events.
-pub fn run<M: Model>(
-    model: &mut M,
+/// Runs `world` until it drains, stops, or has handled `events_max` events.
+pub fn run<M: TimedWorld>(
+    world: &mut M,
     queue: &mut M::Queue,
     rng: &mut ChaCha8Rng,
     events_max: u64,
 ) -> RunStats {
-    model.start(queue, rng);
+    world.start(queue, rng);
     let mut event_count = 0;
     let end = loop {
         if event_count == events_max {
@@ -257,7 +257,7 @@ pub fn run<M: Model>(
             break RunEnd::Drained;
         };
         event_count += 1;
-        if model.handle(now_ns, event, queue, rng) == Control::Stop {
+        if world.handle(now_ns, event, queue, rng) == Control::Stop {
             break RunEnd::Stopped;
         }
     };
@@ -268,19 +268,19 @@ pub fn run<M: Model>(
     }
 }
 
-/// Runs `model` on a fresh queue of at most `queue_len_max` pending events until it drains; a
+/// Runs `world` on a fresh queue of at most `queue_len_max` pending events until it drains; a
 /// run cut short by the event bound is an error, never a result.
 pub fn run_drained<M>(
-    model: &mut M,
+    world: &mut M,
     queue_len_max: usize,
     rng: &mut ChaCha8Rng,
     events_max: u64,
 ) -> Result<RunStats, String>
 where
-    M: Model<Queue = EventQueue<<M as Model>::Event>>,
+    M: TimedWorld<Queue = EventQueue<<M as TimedWorld>::Event>>,
 {
     let mut queue = EventQueue::new(queue_len_max);
-    let stats = run(model, &mut queue, rng, events_max);
+    let stats = run(world, &mut queue, rng, events_max);
     if stats.end != RunEnd::Drained {
         return Err(format!("run did not drain: {:?}", stats.end));
     }
@@ -363,7 +363,7 @@ mod tests {
 
     /// Ping-pong that never ends on its own: the event limit must report an incomplete run.
     struct Forever;
-    impl Model for Forever {
+    impl TimedWorld for Forever {
         type Event = ();
         type Queue = EventQueue<()>;
         fn start(&mut self, queue: &mut EventQueue<()>, _: &mut ChaCha8Rng) {

@@ -13,6 +13,6 @@ pub mod slot_queue;
 pub mod stats;
 
 pub use kernel::{
-    ms_to_ns, ns_to_ms, run, run_drained, run_rng, Control, EventQueue, Model, RunEnd, RunStats,
-    ScheduleError, TimeNs,
+    ms_to_ns, ns_to_ms, run, run_drained, run_rng, Control, EventQueue, RunEnd, RunStats,
+    ScheduleError, TimeNs, TimedWorld,
 };

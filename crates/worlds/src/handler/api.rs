@@ -30,7 +30,7 @@ impl Clock {
 }
 
 /// A request as the server sees it: who sent it (key scope), its idempotency key, its JSON body and its other
-/// headers (an API key, a principal), which a world's request hook sets per attempt (`world_requests`).
+/// headers (an API key, a principal), which a world's request hook sets per attempt (`world::requests`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Request {
     pub client: String,

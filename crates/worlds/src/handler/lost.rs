@@ -13,7 +13,7 @@ use super::api::{Handler, Worker};
 use super::calls::Call;
 use super::replay::{refused, Next};
 use super::world::{HandlerAction, HandlerState, HandlerWorld};
-use crate::model::{Budgets, Event, Events};
+use crate::builtin::{Budgets, Event, Events};
 
 /// At most this many call faults in one world (their budgets are a fixed array of the state: no allocation).
 pub const CALL_FAULTS_MAX: usize = 4;

@@ -8,7 +8,7 @@
 //! - [`replay`]: running a handler step by step by replaying its recorded answers.
 //! - [`sim`]: the simulated store the checker runs handlers against.
 //! - [`sqlite`]: the store interface on SQLite; [`drive`]: real handlers run one call at a time.
-//! - [`world_requests`]: per-attempt requests (key, body, headers) and the client's reaction per status.
+//! - [`world::requests`]: per-attempt requests (key, body, headers) and the client's reaction per status.
 //! - [`designs`]: designs written once in the library (the article's), used by every runner.
 
 pub mod api;
@@ -20,16 +20,6 @@ pub mod replay;
 pub mod shared;
 pub mod sim;
 pub mod world;
-mod world_assert;
-mod world_describe;
-pub mod world_properties;
-mod world_records;
-pub mod world_report;
-pub mod world_requests;
-mod world_step;
-pub mod world_time;
-mod world_trace;
-mod world_view;
 
 pub use api::{
     Activation, Clock, Handler, NoWorker, Reply, Request, SetMode, Store, StoreError, StoreResult,
@@ -38,8 +28,8 @@ pub use api::{
 pub use calls::{Answer, Call};
 pub use lost::{CallFault, Failure};
 pub use replay::{next_step, Next, NotDeterministic};
+pub use world::properties::{Charge, Effect, Seen};
+pub use world::report::{HandlerReport, Reach, ScenarioLine};
+pub use world::requests::{Attempt, Reaction};
+pub use world::trace::Made;
 pub use world::{HandlerFaults, HandlerWorld, RecordsIn};
-pub use world_properties::{Charge, Effect, Seen};
-pub use world_report::{HandlerReport, Reach, ScenarioLine};
-pub use world_requests::{Attempt, Reaction};
-pub use world_trace::Made;

@@ -8,7 +8,7 @@
 use super::api::{Handler, Request};
 use super::calls::{Answer, Call};
 use super::replay::{next_step, Next};
-use super::world_trace::Made;
+use super::world::trace::Made;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, RwLock};

@@ -2,7 +2,7 @@
 //!
 //! Everything that decides what a server does with a request lives here: the body fingerprint, the decision given
 //! the stored record, the lease and fencing rules, the client's key policy, every protocol knob, and the queue
-//! dedup rules (`queue`). The model checker (`crate::model`), the real stores (`crate::real`), the experiments
+//! dedup rules (`queue`). The built-in worlds (`crate::builtin`), the real stores (`crate::real`), the experiments
 //! and the docs all call these functions; none of them re-implements a decision.
 //! No I/O, no threads, no clock: time is passed in.
 

@@ -1,6 +1,6 @@
 //! The queue dedup rules (docs/src/domain.md section 5) as pure logic, written once: whether the broker takes a
 //! republished event as a new message, which inbox key a delivery carries, and what the consumer's inbox
-//! placement commits. The queue model (`crate::model`) and the dedup-window experiment (`crate::sim`) both call
+//! placement commits. The queue model (`crate::builtin`) and the dedup-window experiment (`crate::sim`) both call
 //! these; neither re-encodes them.
 
 use serde::{Deserialize, Serialize};

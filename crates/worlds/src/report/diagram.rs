@@ -1,11 +1,11 @@
 //! A counterexample as a sequence diagram: which lanes take part and one arrow or note per step. Both writers
 //! (Mermaid and SVG) draw from this, so they always agree.
 
-use crate::model::{DescribedStep, StepKind};
+use crate::builtin::{DescribedStep, StepKind};
 use std::collections::BTreeSet;
 
 /// A participant lane, in drawing order (left to right): the parties of the steps.
-pub use crate::model::Party as Lane;
+pub use crate::builtin::Party as Lane;
 
 /// What one step draws.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,7 +113,7 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Party;
+    use crate::builtin::Party;
 
     fn step(kind: StepKind, text: &str, violations: &[&str]) -> DescribedStep {
         DescribedStep {

@@ -6,20 +6,20 @@ use super::html::{trace_page, PageText};
 use super::svg::escape;
 use super::{counterexample_picture, svg, svg_folder, Entry, REGENERATE_COMMAND};
 use crate::atomic::write_atomic;
+use crate::builtin::WorldProperty;
 use crate::check::Verdict;
-use crate::model::Property;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// One violation's page, as the index links it.
 struct Linked {
-    property: Property,
+    property: WorldProperty,
     steps: usize,
     href: String,
 }
 
 /// Whether a violation was declared in the model file: expected, a MISMATCH (declared holds), or not declared.
-fn declared_note(entry: &Entry, property: Property) -> &'static str {
+fn declared_note(entry: &Entry, property: WorldProperty) -> &'static str {
     match entry.model.expected.get(&property) {
         Some(Verdict::Violated) => "declared violated (expected)",
         Some(_) => "MISMATCH: declared holds",
@@ -142,7 +142,7 @@ fn violations_cell(entry: &Entry, linked: &[Linked]) -> String {
 /// `incomplete` by a search cut short are listed apart.
 fn holds_cell(entry: &Entry) -> String {
     let with = |verdict: Verdict| -> Vec<String> {
-        Property::all()
+        WorldProperty::all()
             .filter(|property| entry.report.verdict(property.name()) == verdict)
             .map(|property| match entry.model.expected.get(&property) {
                 Some(Verdict::Violated) => format!(
@@ -226,7 +226,7 @@ mod tests {
             .report
             .counterexamples()
             .map(|(found, path)| Linked {
-                property: Property::by_name(&found.name).unwrap(),
+                property: WorldProperty::by_name(&found.name).unwrap(),
                 steps: path.len(),
                 href: "r/x.html".to_string(),
             })

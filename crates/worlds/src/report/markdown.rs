@@ -2,13 +2,13 @@
 //! to its SVG. Everything but the last column (wall-clock time) is a function of the model files.
 
 use super::Entry;
+use crate::builtin::WorldProperty;
 use crate::check::Verdict;
-use crate::model::Property;
 use std::fmt::Write;
 
 /// One drawn counterexample.
 pub struct Drawn {
-    pub property: Property,
+    pub property: WorldProperty,
     pub steps: usize,
     /// The SVG's path relative to the Markdown file.
     pub svg_link: String,
@@ -18,7 +18,7 @@ pub struct Drawn {
 /// The header of the time column; `tests/report.rs` masks this column.
 pub const TIME_HEADER: &str = "time (wall clock)";
 
-fn anchor(entry: &Entry, property: Property) -> String {
+fn anchor(entry: &Entry, property: WorldProperty) -> String {
     let raw = format!("{}--{}", entry.stem, property.name());
     raw.chars()
         .map(|character| {
@@ -50,7 +50,7 @@ fn text_only(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
-fn verdict_cell(entry: &Entry, property: Property) -> String {
+fn verdict_cell(entry: &Entry, property: WorldProperty) -> String {
     let actual = entry.report.verdict(property.name());
     let declared = entry.model.expected.get(&property).copied();
     let name = actual.name();
@@ -172,7 +172,7 @@ fn intro(out: &mut String, entries: &[Entry], command: &str) {
          The last column is wall-clock time on the machine that generated the file, the only part that varies.\n\n",
     );
     out.push_str("Properties:\n\n");
-    for property in Property::all() {
+    for property in WorldProperty::all() {
         let _ = writeln!(
             out,
             "- `{}`: {}",
@@ -186,12 +186,12 @@ fn intro(out: &mut String, entries: &[Entry], command: &str) {
 /// The verdict matrix: a row per model, a column per property.
 fn matrix(out: &mut String, entries: &[Entry]) {
     out.push_str("| model | what it models |");
-    for property in Property::all() {
+    for property in WorldProperty::all() {
         let _ = write!(out, " {} |", property.name());
     }
     let _ = writeln!(out, " states | depth | as declared | {TIME_HEADER} |");
     out.push_str("|---|---|");
-    for _ in Property::all() {
+    for _ in WorldProperty::all() {
         out.push_str("---|");
     }
     out.push_str("---:|---:|---|---:|\n");
@@ -202,7 +202,7 @@ fn matrix(out: &mut String, entries: &[Entry]) {
             entry.shown,
             cell(&entry.model.description)
         );
-        for property in Property::all() {
+        for property in WorldProperty::all() {
             let _ = write!(out, " {} |", verdict_cell(entry, property));
         }
         let _ = writeln!(

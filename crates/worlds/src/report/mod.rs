@@ -22,9 +22,9 @@ pub use html_report::write_html_report;
 pub use markdown::TIME_HEADER;
 
 use crate::atomic::write_atomic;
+use crate::builtin::{PropertyKind, World, WorldProperty};
 use crate::check::{timeline, Report};
-use crate::model::{Property, PropertyKind, World};
-use crate::spec::Model;
+use crate::spec::ModelFile;
 use markdown::Drawn;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -36,7 +36,7 @@ pub const REGENERATE_COMMAND: &str =
 
 /// One checked model.
 pub struct Entry {
-    pub model: Model,
+    pub model: ModelFile,
     pub report: Report<World>,
     /// Wall-clock time of the search: the one nondeterministic column.
     pub elapsed_ms: u64,
@@ -113,9 +113,9 @@ pub fn write_report(report_path: &Path, entries: &[Entry]) -> Result<Vec<PathBuf
 fn counterexample_picture(
     entry: &Entry,
     name: &str,
-    actions: &[crate::model::Action],
-) -> Result<(Property, Diagram), String> {
-    let property = Property::by_name(name).expect("the world's own property");
+    actions: &[crate::builtin::Action],
+) -> Result<(WorldProperty, Diagram), String> {
+    let property = WorldProperty::by_name(name).expect("the world's own property");
     let world = &entry.model.world;
     let run = timeline(world, actions).map_err(|step| {
         format!(

@@ -3,9 +3,9 @@
 //! proves nothing about retries by holding: `check` says so in every output (text, JSON, reports) and fails on
 //! it with `--strict`, so that no green stands for a search that never met the danger it is about.
 
-use super::Model;
+use super::ModelFile;
+use crate::builtin::{Event, Faults, PropertyKind, World, WorldProperty};
 use crate::check::{Kind, Report, Verdict};
-use crate::model::{Event, Faults, Property, PropertyKind, World};
 use serde::{Deserialize, Serialize};
 
 /// Why a `holds` proves nothing.
@@ -66,7 +66,7 @@ pub fn listed(names: &[String]) -> String {
 }
 
 /// The evidence of `report`, a search of `model`.
-pub fn evidence(model: &Model, report: &Report<World>) -> Evidence {
+pub fn evidence(model: &ModelFile, report: &Report<World>) -> Evidence {
     let queue = matches!(model.world, World::Queue(_));
     let witnessed = |event: Event| report.reached(event.scenario_name());
     let of_world = Event::scenarios().filter(|event| event.in_world(queue));
@@ -81,7 +81,7 @@ pub fn evidence(model: &Model, report: &Report<World>) -> Evidence {
         .iter()
         .filter(|found| found.kind != Kind::Sometimes && found.verdict == Verdict::Holds)
         .filter(|found| {
-            Property::by_name(&found.name).is_some_and(|p| p.kind() == PropertyKind::Always)
+            WorldProperty::by_name(&found.name).is_some_and(|p| p.kind() == PropertyKind::Always)
         })
         .map(|found| found.name.clone())
         .collect();

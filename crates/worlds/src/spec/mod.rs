@@ -14,10 +14,10 @@ pub use evidence::{evidence, listed, Evidence, Vacuity};
 pub use locate::field_offset;
 pub use trace::{new_trace, parse_trace, parse_trace_of, replay, ReplayOutcome, WorldTrace};
 
-use crate::check::Verdict;
-use crate::model::{
-    Body, ClientsConfig, Event, Operation, Property, Provider, QueueConfig, World, WorldError,
+use crate::builtin::{
+    Body, ClientsConfig, Event, Operation, Provider, QueueConfig, World, WorldError, WorldProperty,
 };
+use crate::check::Verdict;
 use crate::protocol::{Lease, ProtocolConfig};
 use raw::RawModel;
 use std::collections::BTreeMap;
@@ -27,13 +27,13 @@ use toml::Spanned;
 /// Search bounds a model file may set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    pub max_states: u64,
-    pub max_depth: u32,
+    pub states_max: u64,
+    pub depth_max: u32,
 }
 
 /// A parsed, validated model file.
 #[derive(Clone, Debug)]
-pub struct Model {
+pub struct ModelFile {
     pub path: String,
     pub source_text: String,
     pub description: String,
@@ -41,13 +41,13 @@ pub struct Model {
     pub source: String,
     pub world: World,
     /// Declared verdicts (`holds` or `violated`), for the properties the file cares about.
-    pub expected: BTreeMap<Property, Verdict>,
+    pub expected: BTreeMap<WorldProperty, Verdict>,
     /// Scenarios the search must reach (evidence that a `holds` is not vacuous).
     pub reached: Vec<Event>,
     pub limits: Limits,
 }
 
-impl Model {
+impl ModelFile {
     /// What the file declares, by property name (for `check::Report::compare`).
     pub fn expected(&self) -> crate::check::Expected {
         crate::check::Expected {
@@ -66,7 +66,7 @@ impl Model {
 }
 
 /// Read and parse a model file.
-pub fn load_model(path: &Path) -> Result<Model, SpecError> {
+pub fn load_model(path: &Path) -> Result<ModelFile, SpecError> {
     let name = path.display().to_string();
     let text = crate::input::read_text(path).map_err(|error| match error.position {
         Some((line, column)) => SpecError {
@@ -162,7 +162,7 @@ pub fn is_model_text(text: &str) -> bool {
 }
 
 /// Parse a model file's text; `file` names it in errors.
-pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
+pub fn parse_model(file: &str, text: &str) -> Result<ModelFile, SpecError> {
     let raw: RawModel = toml::from_str(text).map_err(|error| toml_error(file, text, &error))?;
     let fail = |spanned_start: usize, field: &str, message: &str| {
         SpecError::at(file, text, spanned_start, field, message)
@@ -207,7 +207,7 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
         .map_err(|error| world_error(file, text, error))?;
     let (expected, reached) = expectations(file, text, &raw.expect)?;
 
-    Ok(Model {
+    Ok(ModelFile {
         path: file.to_string(),
         source_text: text.to_string(),
         description: raw.description,
@@ -216,8 +216,8 @@ pub fn parse_model(file: &str, text: &str) -> Result<Model, SpecError> {
         expected,
         reached,
         limits: Limits {
-            max_states: raw.limits.max_states,
-            max_depth: raw.limits.max_depth,
+            states_max: raw.limits.states_max,
+            depth_max: raw.limits.depth_max,
         },
     })
 }
@@ -338,8 +338,8 @@ fn clients_config(
         ClientsConfig::COUNT_MAX,
     )
     .map_err(own)?;
-    let max_attempts =
-        positive(&raw_clients.max_attempts, "clients.max-attempts", 15).map_err(own)?;
+    let attempts_max =
+        positive(&raw_clients.attempts_max, "clients.max-attempts", 15).map_err(own)?;
     let operations_at = raw_clients.count.span().start;
     if raw_clients.operations.is_empty() || raw_clients.operations.len() > 8 {
         return Err((
@@ -388,7 +388,7 @@ fn clients_config(
     }
     let clients = ClientsConfig {
         count,
-        max_attempts,
+        attempts_max,
         key_policy: raw_clients.key_policy,
         operations,
     };
@@ -400,7 +400,7 @@ fn expectations(
     file: &str,
     text: &str,
     raw_expect: &raw::RawExpect,
-) -> Result<(BTreeMap<Property, Verdict>, Vec<Event>), SpecError> {
+) -> Result<(BTreeMap<WorldProperty, Verdict>, Vec<Event>), SpecError> {
     let mut expected = BTreeMap::new();
     for (property, verdict) in raw_expect.verdicts() {
         if let Some(verdict) = verdict {
@@ -415,7 +415,7 @@ fn expectations(
             "expect",
             &format!(
                 "declare at least one property as \"holds\" or \"violated\" (one of: {})",
-                Property::names()
+                WorldProperty::names()
             ),
         ));
     }

@@ -1,11 +1,11 @@
 //! The model file as written, before validation. Every table denies unknown fields, so a misspelt knob is an
 //! error that lists the valid ones.
 
-use crate::check::Verdict;
-use crate::model::{
-    DedupKey, Faults, Inbox, KeyScope, KeyStore, OnError, Producer, ProducerDedup, Property,
-    Provider,
+use crate::builtin::{
+    DedupKey, Faults, Inbox, KeyScope, KeyStore, OnError, Producer, ProducerDedup, Provider,
+    WorldProperty,
 };
+use crate::check::Verdict;
 use crate::protocol::{Claim, FingerprintPolicy, KeyPolicy};
 use serde::Deserialize;
 use toml::Spanned;
@@ -158,8 +158,8 @@ fn default_scope() -> KeyScope {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawClients {
     pub count: Spanned<u8>,
-    #[serde(default = "default_attempts")]
-    pub max_attempts: Spanned<u8>,
+    #[serde(rename = "max-attempts", default = "default_attempts")]
+    pub attempts_max: Spanned<u8>,
     #[serde(default = "default_key_policy")]
     pub key_policy: KeyPolicy,
     pub operations: Vec<Spanned<RawOperation>>,
@@ -215,20 +215,20 @@ pub struct RawExpect {
 }
 
 impl RawExpect {
-    /// Each property's declared verdict, in `Property::all` order. The fields are named as the properties (serde's
+    /// Each property's declared verdict, in `WorldProperty::all` order. The fields are named as the properties (serde's
     /// kebab case of the field is the property's name: a test in `spec` checks each).
-    pub fn verdicts(&self) -> [(Property, &Option<Verdict>); 7] {
+    pub fn verdicts(&self) -> [(WorldProperty, &Option<Verdict>); 7] {
         [
-            (Property::NoDuplicateEffect, &self.no_duplicate_effect),
-            (Property::NoLostEffect, &self.no_lost_effect),
-            (Property::ConsistentReplay, &self.consistent_replay),
+            (WorldProperty::NoDuplicateEffect, &self.no_duplicate_effect),
+            (WorldProperty::NoLostEffect, &self.no_lost_effect),
+            (WorldProperty::ConsistentReplay, &self.consistent_replay),
             (
-                Property::NoCrossClientResponse,
+                WorldProperty::NoCrossClientResponse,
                 &self.no_cross_client_response,
             ),
-            (Property::ConflictCodes, &self.conflict_codes),
-            (Property::NoStuckKey, &self.no_stuck_key),
-            (Property::EventuallyResolves, &self.eventually_resolves),
+            (WorldProperty::ConflictCodes, &self.conflict_codes),
+            (WorldProperty::NoStuckKey, &self.no_stuck_key),
+            (WorldProperty::EventuallyResolves, &self.eventually_resolves),
         ]
     }
 }
@@ -236,25 +236,25 @@ impl RawExpect {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawLimits {
-    #[serde(default = "default_max_states")]
-    pub max_states: u64,
-    #[serde(default = "default_max_depth")]
-    pub max_depth: u32,
+    #[serde(rename = "max-states", default = "default_states_max")]
+    pub states_max: u64,
+    #[serde(rename = "max-depth", default = "default_depth_max")]
+    pub depth_max: u32,
 }
 
 impl Default for RawLimits {
     fn default() -> Self {
         RawLimits {
-            max_states: default_max_states(),
-            max_depth: default_max_depth(),
+            states_max: default_states_max(),
+            depth_max: default_depth_max(),
         }
     }
 }
 
-fn default_max_states() -> u64 {
+fn default_states_max() -> u64 {
     5_000_000
 }
-fn default_max_depth() -> u32 {
+fn default_depth_max() -> u32 {
     400
 }
 
@@ -265,9 +265,9 @@ mod tests {
     /// `[expect]`'s fields are spelt as the properties: each property's name sets its own verdict and no other.
     #[test]
     fn each_expect_field_is_the_property_of_that_name() {
-        for property in Property::all() {
+        for property in WorldProperty::all() {
             let raw: RawExpect = toml::from_str(&format!("{property} = \"violated\"")).unwrap();
-            let set: Vec<Property> = raw
+            let set: Vec<WorldProperty> = raw
                 .verdicts()
                 .into_iter()
                 .filter(|(_, verdict)| **verdict == Some(Verdict::Violated))

@@ -2,9 +2,9 @@
 //! model file's, parsed again on replay.
 
 use super::json_locate::{self, Seg};
-use super::{parse_model, Model, SpecError};
+use super::{parse_model, ModelFile, SpecError};
+use crate::builtin::{Action, WorldProperty};
 use crate::check::{self, TimelineStep, Trace};
-use crate::model::{Action, Property};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -13,7 +13,7 @@ pub type WorldTrace = Trace<Action>;
 
 /// A trace of `model` deciding `property`.
 pub fn new_trace(
-    model: &Model,
+    model: &ModelFile,
     property: &str,
     found_by: &str,
     seed: Option<u64>,
@@ -61,8 +61,8 @@ pub fn parse_trace_of<A: Serialize + DeserializeOwned>(
 /// What replaying a trace showed.
 #[derive(Clone, Debug)]
 pub struct ReplayOutcome {
-    pub model: Model,
-    pub property: Property,
+    pub model: ModelFile,
+    pub property: WorldProperty,
     pub steps: Vec<TimelineStep<Action>>,
     /// The 1-based step at which the property was violated, if it was.
     pub violated_at: Option<usize>,
@@ -80,14 +80,14 @@ pub fn replay(file: &str, text: &str, trace: &WorldTrace) -> Result<ReplayOutcom
         file: format!("{file} (its embedded model {})", trace.model),
         ..error
     })?;
-    let property = Property::by_name(&trace.property).ok_or_else(|| {
+    let property = WorldProperty::by_name(&trace.property).ok_or_else(|| {
         located(
             &[Seg::Key("property")],
             "property",
             &format!(
                 "unknown property '{}', expected one of: {}",
                 trace.property,
-                Property::names()
+                WorldProperty::names()
             ),
         )
     })?;

@@ -4,7 +4,7 @@ use super::concurrent::concurrent_same_key;
 use super::curl;
 use super::evidence::{one_line, shown};
 use super::rules::expectation;
-use super::{ok, CheckResult, ProbeConfig, ProbeError, Verdict, CHECK_NAMES};
+use super::{ok, CheckResult, ProbeConfig, ProbeError, ProbeVerdict, CHECK_NAMES};
 use crate::backoff::{Backoff, RetryAfter, RetryPolicy, Strategy};
 use crate::stack::client::{ClientConfig, Operation, RetryingClient};
 use crate::stack::http::{HttpError, HttpResponse, Url};
@@ -39,13 +39,13 @@ pub async fn run_checks(config: &ProbeConfig) -> Result<Vec<CheckResult>, ProbeE
             "expiry" => expiry(config).await?,
             _ => unreachable!("CHECK_NAMES are matched above"),
         };
-        let reproduce = if result == Verdict::NotApplicable {
+        let reproduce = if result == ProbeVerdict::NotApplicable {
             String::new()
         } else {
             steps
         };
         // A failure says what a conforming API does and where the draft says so.
-        let evidence = if result == Verdict::Fail {
+        let evidence = if result == ProbeVerdict::Fail {
             with_expectation(evidence, name)
         } else {
             evidence
@@ -60,13 +60,13 @@ pub async fn run_checks(config: &ProbeConfig) -> Result<Vec<CheckResult>, ProbeE
     Ok(results)
 }
 
-type Checked = Result<(Verdict, String, String), ProbeError>;
+type Checked = Result<(ProbeVerdict, String, String), ProbeError>;
 
-fn verdict(pass: bool) -> Verdict {
+fn verdict(pass: bool) -> ProbeVerdict {
     if pass {
-        Verdict::Pass
+        ProbeVerdict::Pass
     } else {
-        Verdict::Fail
+        ProbeVerdict::Fail
     }
 }
 
@@ -257,7 +257,7 @@ async fn missing_key(config: &ProbeConfig) -> Checked {
 async fn cross_client(config: &ProbeConfig) -> Checked {
     let Some(header) = &config.client_header else {
         return Ok((
-            Verdict::NotApplicable,
+            ProbeVerdict::NotApplicable,
             "no client header configured".into(),
             String::new(),
         ));
@@ -439,7 +439,7 @@ pub fn judge_retry(stored: Option<(u16, &str)>, got: Option<(u16, &str)>) -> (bo
 async fn expiry(config: &ProbeConfig) -> Checked {
     let Some(expiry_ms) = config.expiry_ms else {
         return Ok((
-            Verdict::NotApplicable,
+            ProbeVerdict::NotApplicable,
             "no --expiry-ms declared".into(),
             String::new(),
         ));

@@ -10,7 +10,7 @@
 use super::curl;
 use super::evidence::{status_or_no_answer, tally};
 use super::rules::expectation;
-use super::{ok, ProbeConfig, ProbeError, Verdict};
+use super::{ok, ProbeConfig, ProbeError, ProbeVerdict};
 use crate::stack::http::{write_then_read, HttpError, HttpResponse};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
@@ -122,7 +122,7 @@ pub fn judge_round(
 
 pub async fn concurrent_same_key(
     config: &ProbeConfig,
-) -> Result<(Verdict, String, String), ProbeError> {
+) -> Result<(ProbeVerdict, String, String), ProbeError> {
     let mut evidence = Vec::new();
     let mut pass = true;
     for round in 1..=config.rounds {
@@ -139,7 +139,11 @@ pub async fn concurrent_same_key(
         }
     }
     let text = evidence.join("; then ");
-    let verdict = if pass { Verdict::Pass } else { Verdict::Fail };
+    let verdict = if pass {
+        ProbeVerdict::Pass
+    } else {
+        ProbeVerdict::Fail
+    };
     let evidence = if pass {
         text
     } else {

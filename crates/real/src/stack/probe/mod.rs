@@ -64,9 +64,9 @@ pub struct ProbeConfig {
     pub only: Vec<String>,
 }
 
-/// `pass`, `fail` or `n/a`.
+/// `pass`, `fail` or `n/a`: what one probe check found on the running stack (not the checker's `check::Verdict`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Verdict {
+pub enum ProbeVerdict {
     #[serde(rename = "pass")]
     Pass,
     #[serde(rename = "fail")]
@@ -75,12 +75,12 @@ pub enum Verdict {
     NotApplicable,
 }
 
-impl Verdict {
+impl ProbeVerdict {
     pub fn name(self) -> &'static str {
         match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::NotApplicable => "n/a",
+            ProbeVerdict::Pass => "pass",
+            ProbeVerdict::Fail => "fail",
+            ProbeVerdict::NotApplicable => "n/a",
         }
     }
 }
@@ -89,7 +89,7 @@ impl Verdict {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CheckResult {
     pub check: String,
-    pub result: Verdict,
+    pub result: ProbeVerdict,
     pub evidence: String,
     /// A shell sequence of `curl` commands (lines) that does what the check did, with a fresh key.
     pub reproduce: String,
@@ -207,7 +207,7 @@ pub fn table(results: &[CheckResult]) -> String {
             result.result.name(),
             result.evidence
         ));
-        if result.result == Verdict::Fail {
+        if result.result == ProbeVerdict::Fail {
             text.push_str("    reproduce:\n");
             for line in result.reproduce.lines() {
                 text.push_str(&format!("      {line}\n"));
@@ -219,7 +219,7 @@ pub fn table(results: &[CheckResult]) -> String {
 
 /// 0 every check passed (or was n/a), 1 one failed.
 pub fn exit_code(results: &[CheckResult]) -> i32 {
-    if results.iter().any(|r| r.result == Verdict::Fail) {
+    if results.iter().any(|r| r.result == ProbeVerdict::Fail) {
         1
     } else {
         0

@@ -29,7 +29,7 @@ use crate::protocol::KeyPolicy;
 /// The handler world with a model file's clients, operations (each body, `same-key-as`), key policy, processes
 /// and faults: a handler checked against the knob model of the same design (`tests/handler_twins.rs`,
 /// `benches/handler.rs`).
-pub fn knob_twin<H: Handler>(handler: H, model: &crate::spec::Model) -> HandlerWorld<H> {
+pub fn knob_twin<H: Handler>(handler: H, model: &crate::spec::ModelFile) -> HandlerWorld<H> {
     let world = &model.world;
     let faults = world.faults();
     let operations = &world.clients().operations;
@@ -42,7 +42,7 @@ pub fn knob_twin<H: Handler>(handler: H, model: &crate::spec::Model) -> HandlerW
         .bodies(&bodies)
         .key_per_attempt(per_attempt)
         .processes(world.processes())
-        .max_attempts(world.clients().max_attempts)
+        .attempts_max(world.clients().attempts_max)
         .faults(HandlerFaults {
             drop_requests: faults.drop_requests,
             drop_responses: faults.drop_responses,

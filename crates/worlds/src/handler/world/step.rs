@@ -1,18 +1,18 @@
 //! The handler world's transitions: which actions are enabled, and what each does.
 
-use super::api::{Handler, Worker};
-use super::calls::{Answer, Call};
-use super::replay::Next;
-use super::sim::NO_OPERATION;
-use super::world::*;
-use super::world_requests::Reaction;
-use crate::model::{Event, Events};
+use super::requests::Reaction;
+use super::*;
+use crate::builtin::{Event, Events};
+use crate::handler::api::{Handler, Worker};
+use crate::handler::calls::{Answer, Call};
+use crate::handler::replay::Next;
+use crate::handler::sim::NO_OPERATION;
 use crate::protocol::status;
 
 impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// Every enabled action, in a fixed order: clients, deliveries, process steps, then faults.
     pub(super) fn enabled(&self, state: &HandlerState, out: &mut Vec<HandlerAction>) {
-        // Early timeouts pushed: the only faults before `enabled_faults` (at rest: nothing else, `world_time`).
+        // Early timeouts pushed: the only faults before `enabled_faults` (at rest: nothing else, `time`).
         let mut early = 0;
         for (index, client) in state.clients.iter().enumerate() {
             let client_id = index as u8;
@@ -152,13 +152,13 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
                 if self.attempt_alive(state, *client) {
                     state.budgets.spend(EARLY_TIMEOUTS_AT);
                 }
-                if state.clients[*client as usize].attempts < self.max_attempts {
+                if state.clients[*client as usize].attempts < self.attempts_max {
                     events.add(Event::RetryAfterTimeout);
                     self.send(state, *client, &mut events);
                 } else if self.stays_patient(state, *client) {
                     state.clients[*client as usize].phase = Phase::Patient;
                 } else {
-                    finish(state, *client, Outcome::GaveUp, self.bodies.len());
+                    finish(state, *client, OpOutcome::GaveUp, self.bodies.len());
                 }
             }
             HandlerAction::DeliverRequest { message, proc } => {
@@ -230,7 +230,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     }
 
     /// The process's next call fails without being made; a failed commit loses the transaction.
-    pub(super) fn fail_call(&self, state: &mut HandlerState, proc: u8) {
+    pub(in crate::handler) fn fail_call(&self, state: &mut HandlerState, proc: u8) {
         let mut job = state.procs[proc as usize].take().expect("a busy process");
         let Next::Call(call) = job.next() else {
             unreachable!("a process waiting on a call")
@@ -241,7 +241,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         job.prefix = self.next(
             &job.task,
             &job.prefix,
-            super::replay::refused("injected failure"),
+            crate::handler::replay::refused("injected failure"),
         );
         state.procs[proc as usize] = Some(job);
     }
@@ -298,7 +298,12 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     }
 
     /// The process makes its next store call, or sends its reply (a worker: ends its run).
-    pub(super) fn run_call(&self, state: &mut HandlerState, proc: u8, events: &mut Events) {
+    pub(in crate::handler) fn run_call(
+        &self,
+        state: &mut HandlerState,
+        proc: u8,
+        events: &mut Events,
+    ) {
         let mut job = state.procs[proc as usize].take().expect("a busy process");
         let op = job.task.ghost();
         let prefix = job.prefix.clone();
@@ -385,16 +390,21 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             return; // an answer to an abandoned attempt
         }
         let operations = self.bodies.len();
-        // How the client reacts: `world_requests` (2xx succeeds, 409/429/5xx retried, by default).
+        // How the client reacts: `requests` (2xx succeeds, 409/429/5xx retried, by default).
         match self.reaction(reply.status) {
             Reaction::Succeed => finish(
                 state,
                 to.client,
-                Outcome::Succeeded(reply.clone()),
+                OpOutcome::Succeeded(reply.clone()),
                 operations,
             ),
-            Reaction::Fail => finish(state, to.client, Outcome::Failed(reply.status), operations),
-            Reaction::Retry if client.attempts < self.max_attempts => {
+            Reaction::Fail => finish(
+                state,
+                to.client,
+                OpOutcome::Failed(reply.status),
+                operations,
+            ),
+            Reaction::Retry if client.attempts < self.attempts_max => {
                 self.retrying(state, *to, reply.status, events);
                 let after_conflict = reply.status == status::CONFLICT_IN_PROGRESS;
                 state.clients[to.client as usize].phase = Phase::Ready { after_conflict };
@@ -405,7 +415,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             {
                 state.clients[to.client as usize].phase = Phase::Patient;
             }
-            Reaction::Retry => finish(state, to.client, Outcome::GaveUp, operations),
+            Reaction::Retry => finish(state, to.client, OpOutcome::GaveUp, operations),
         }
     }
 }
@@ -431,7 +441,7 @@ fn take(state: &mut HandlerState, message: &Message) {
     }
 }
 
-fn finish(state: &mut HandlerState, client: u8, outcome: Outcome, operations: usize) {
+fn finish(state: &mut HandlerState, client: u8, outcome: OpOutcome, operations: usize) {
     state.network.retain(
         |message, _| !matches!(message, Message::Response { to, .. } if to.client == client),
     );

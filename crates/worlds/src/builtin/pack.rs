@@ -9,7 +9,7 @@
 //! therefore a 64-bit hash collision.
 
 use super::state::{
-    ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Payment, Proc, Record,
+    ClientPhase, ClientState, Job, JobStep, Key, Message, OpOutcome, OpRef, Payment, Proc, Record,
     RecordStatus, Request, Response, State, Store,
 };
 use smallvec::SmallVec;
@@ -104,18 +104,18 @@ impl Writer<'_> {
     }
 
     #[inline]
-    fn outcome(&mut self, outcome: Outcome) {
+    fn outcome(&mut self, outcome: OpOutcome) {
         match outcome {
-            Outcome::Pending => self.byte(0),
-            Outcome::Succeeded { payload } => {
+            OpOutcome::Pending => self.byte(0),
+            OpOutcome::Succeeded { payload } => {
                 self.byte(1);
                 self.payment(payload);
             }
-            Outcome::Failed { code } => {
+            OpOutcome::Failed { code } => {
                 let [low, high] = code.to_le_bytes();
                 self.put([2, low, high]);
             }
-            Outcome::GaveUp => self.byte(3),
+            OpOutcome::GaveUp => self.byte(3),
         }
     }
 
@@ -317,14 +317,14 @@ impl Reader<'_> {
         }
     }
 
-    fn outcome(&mut self) -> Outcome {
+    fn outcome(&mut self) -> OpOutcome {
         match self.byte() {
-            0 => Outcome::Pending,
-            1 => Outcome::Succeeded {
+            0 => OpOutcome::Pending,
+            1 => OpOutcome::Succeeded {
                 payload: self.payment(),
             },
-            2 => Outcome::Failed { code: self.code() },
-            _ => Outcome::GaveUp,
+            2 => OpOutcome::Failed { code: self.code() },
+            _ => OpOutcome::GaveUp,
         }
     }
 

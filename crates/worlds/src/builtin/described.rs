@@ -3,7 +3,7 @@
 //! layer has to search the English for "GIVES UP".
 
 use super::action::Action;
-use super::properties::Property;
+use super::properties::WorldProperty;
 use super::state::{Key, OpRef, State};
 use super::world::{Server, Transition, World, WorldOf};
 use crate::check;
@@ -117,7 +117,7 @@ impl World {
     /// What fails a liveness property in `state` (at rest): the first key stuck in_progress, or the first
     /// operation that never resolves; `None` for a safety property or a state where it holds. The short form of
     /// [`World::unresolved`]'s first item.
-    pub fn liveness_culprit(&self, property: Property, state: &State) -> Option<String> {
+    pub fn liveness_culprit(&self, property: WorldProperty, state: &State) -> Option<String> {
         self.unresolved(property, state)
             .first()
             .map(|unresolved| unresolved.short())

@@ -5,8 +5,10 @@
 
 use super::action::Action;
 use super::config::{Fault, Faults};
-use super::properties::Property;
-use super::state::{ClientPhase, Key, Message, OpRef, Outcome, Proc, RecordStatus, Request, State};
+use super::properties::WorldProperty;
+use super::state::{
+    ClientPhase, Key, Message, OpOutcome, OpRef, Proc, RecordStatus, Request, State,
+};
 use super::world::World;
 use crate::check;
 use serde::Serialize;
@@ -110,7 +112,11 @@ pub struct AtRest {
 impl World {
     /// `actions` (a counterexample of `property`) explained at its end; `Ok(None)` for a safety property or a
     /// path whose end leaves nothing unresolved, `Err(step)` when step `step` is not enabled.
-    pub fn at_rest(&self, property: Property, actions: &[Action]) -> Result<Option<AtRest>, usize> {
+    pub fn at_rest(
+        &self,
+        property: WorldProperty,
+        actions: &[Action],
+    ) -> Result<Option<AtRest>, usize> {
         if property.kind() != super::properties::PropertyKind::Eventually {
             return Ok(None);
         }
@@ -133,7 +139,7 @@ impl World {
     /// What fails a liveness property in `state` (at rest), in the order of keys and then of operations: each
     /// key stuck in_progress, or each operation that never resolves. Empty for a safety property or a state
     /// where it holds.
-    pub fn unresolved(&self, property: Property, state: &State) -> Vec<Unresolved> {
+    pub fn unresolved(&self, property: WorldProperty, state: &State) -> Vec<Unresolved> {
         let clients = self.clients();
         let exhausted = exhausted_faults(self.faults(), state);
         let record_of = |op: OpRef| {
@@ -150,7 +156,7 @@ impl World {
             found
         };
         match property {
-            Property::NoStuckKey => state
+            WorldProperty::NoStuckKey => state
                 .store
                 .records
                 .iter()
@@ -165,13 +171,13 @@ impl World {
                 })
                 .map(|(key, record)| item(record.op, Reason::StuckInProgress, Some(*key)))
                 .collect(),
-            Property::EventuallyResolves => {
+            WorldProperty::EventuallyResolves => {
                 let mut found = Vec::new();
                 for (client, client_state) in state.clients.iter().enumerate() {
                     for op in 0..clients.operations.len() {
                         let reason = match client_state.outcomes[op] {
-                            Outcome::GaveUp => Reason::GaveUp,
-                            Outcome::Pending => Reason::NeverAnswered,
+                            OpOutcome::GaveUp => Reason::GaveUp,
+                            OpOutcome::Pending => Reason::NeverAnswered,
                             _ => continue,
                         };
                         let op = OpRef {
@@ -242,7 +248,7 @@ impl World {
         reason: Reason,
         key: Option<Key>,
     ) -> Unresolved {
-        let max_attempts = self.clients().max_attempts;
+        let attempts_max = self.clients().attempts_max;
         let client = &state.clients[usize::from(op.client)];
         let current = client.phase != ClientPhase::Done && client.op == op.op;
         let record = key.and_then(|key| state.store.records.get(&key).map(|r| (key, r)));
@@ -255,11 +261,11 @@ impl World {
             reason,
             // A client gives up only with every attempt used; its counters are reset once the operation ended.
             attempts_used: match reason {
-                Reason::GaveUp => max_attempts,
+                Reason::GaveUp => attempts_max,
                 _ if current => client.charged,
                 _ => 0,
             },
-            attempts_max: max_attempts,
+            attempts_max,
             faults_exhausted: Vec::new(),
         }
     }

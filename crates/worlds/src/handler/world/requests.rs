@@ -13,9 +13,9 @@
 //! may depend on, beyond the attempt's number, is the status that made the client send it
 //! ([`Attempt::after_status`]); the client keeps it, per operation and attempt, only in worlds with a hook.
 
-use super::api::{Handler, Request, Worker};
-use super::world::{HandlerState, HandlerWorld, Op};
-use crate::model::{Event, Events};
+use super::{HandlerState, HandlerWorld, Op};
+use crate::builtin::{Event, Events};
+use crate::handler::api::{Handler, Request, Worker};
 use crate::protocol::status;
 use std::sync::Arc;
 
@@ -59,7 +59,7 @@ pub enum Reaction {
     Succeed,
     /// The operation failed for good (a definite failure: it counts as resolved).
     Fail,
-    /// Send another attempt (within `max_attempts`; after a 409 it waits `retry_after_ms` first). The request
+    /// Send another attempt (within `attempts_max`; after a 409 it waits `retry_after_ms` first). The request
     /// hook sees the status in [`Attempt::after_status`]: "fix the body and retry with the same key".
     Retry,
 }
@@ -83,7 +83,7 @@ pub(super) type ReactionHook = Arc<dyn Fn(u16) -> Reaction + Send + Sync>;
 
 /// The user's hooks (none: the world as it always was).
 #[derive(Clone, Default)]
-pub(super) struct Hooks {
+pub(in crate::handler) struct Hooks {
     pub(super) request: Option<RequestHook>,
     pub(super) reaction: Option<ReactionHook>,
 }
@@ -204,7 +204,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// is the same request.
     pub(super) fn retry_note(&self, before: &HandlerState, client: u8) -> String {
         let current = &before.clients[client as usize];
-        if self.hooks.request.is_none() || current.attempts >= self.max_attempts {
+        if self.hooks.request.is_none() || current.attempts >= self.attempts_max {
             return String::new();
         }
         let op = Op {

@@ -65,7 +65,7 @@ impl Default for WorldBuilder {
             provider: Provider::None,
             clients: ClientsConfig {
                 count: 1,
-                max_attempts: 1,
+                attempts_max: 1,
                 key_policy: KeyPolicy::PerOperation,
                 operations: Vec::new(),
             },
@@ -176,8 +176,8 @@ impl WorldBuilder {
         self
     }
 
-    pub fn max_attempts(mut self, max_attempts: u8) -> Self {
-        self.clients.max_attempts = max_attempts;
+    pub fn attempts_max(mut self, attempts_max: u8) -> Self {
+        self.clients.attempts_max = attempts_max;
         self
     }
 
@@ -245,7 +245,7 @@ impl WorldBuilder {
             clients.count.into(),
             ClientsConfig::COUNT_MAX.into(),
         )?;
-        within("clients.max-attempts", clients.max_attempts.into(), 15)?;
+        within("clients.max-attempts", clients.attempts_max.into(), 15)?;
         within("clients.operations", clients.operations.len(), 8)?;
         within("servers.processes", self.processes.into(), 4)?;
         let bodies = self.bodies.len();
@@ -299,7 +299,7 @@ impl WorldBuilder {
                 "must be \"per-operation\" (or absent) in a queue model, which keys its inbox by consumer.dedup-key (\"delivery-number\" is the per-attempt key)",
             )?;
         }
-        if self.clients.max_attempts >= COPY_DELIVERY_BASE {
+        if self.clients.attempts_max >= COPY_DELIVERY_BASE {
             invalid(
                 "clients.max-attempts",
                 format!(
@@ -403,7 +403,7 @@ mod tests {
             "protocol"
         );
         assert_eq!(
-            field(queue.to_builder().max_attempts(COPY_DELIVERY_BASE)),
+            field(queue.to_builder().attempts_max(COPY_DELIVERY_BASE)),
             "clients.max-attempts"
         );
     }

@@ -4,9 +4,9 @@
 //! `violated`; printed beside the safety verdicts that reads as a bug in a correct design. Here it reads `not
 //! reached`, and it fails the report only when the design wants it (`HandlerWorld::wants`).
 
-use super::api::{Handler, Worker};
-use super::world::HandlerWorld;
+use super::HandlerWorld;
 use crate::check::{timeline, Kind, Model, PropertyReport, Report, Verdict};
+use crate::handler::api::{Handler, Worker};
 use crate::report::html::{escape_html, plain_page};
 use serde_json::{json, Value};
 

@@ -1,4 +1,4 @@
-//! The checked worlds: clients, a lossy network, server processes, the store and a ghost effect ledger, as a pure
+//! The built-in worlds: clients, a lossy network, server processes, the store and a ghost effect ledger, as a pure
 //! state machine, with a server role (`Server`) for what a process does with a request: the idempotency-key
 //! handler (`HttpWorld`) or a queue consumer and its broker (`QueueWorld`). `World` is either, as a model file
 //! describes it, made by `WorldBuilder`; `State` is one point of the state space (Clone + Eq + Hash, ordered
@@ -41,9 +41,9 @@ pub use checked::check_property;
 pub use config::{Body, ClientsConfig, Fault, Faults, Operation};
 pub use described::{DescribedStep, Party, StepKind};
 pub use events::{Event, Events};
-pub use properties::{Property, PropertyKind};
+pub use properties::{PropertyKind, WorldProperty};
 pub use state::{
-    ClientPhase, ClientState, Job, JobStep, Key, Message, OpRef, Outcome, Payment, Proc, Record,
+    ClientPhase, ClientState, Job, JobStep, Key, Message, OpOutcome, OpRef, Payment, Proc, Record,
     RecordStatus, Request, Response, State, Store,
 };
 pub use symmetry::Relabel;

@@ -422,9 +422,9 @@ fn describe_client_reaction(before: &State, after: &State, client: u8) -> String
             .checked_sub(0)
             .and_then(|op| now.outcomes.get(op as usize))
         {
-            Some(Outcome::Succeeded { .. }) => "success".to_string(),
-            Some(Outcome::Failed { code }) => format!("definite failure {code}"),
-            Some(Outcome::GaveUp) => "GIVES UP: attempts exhausted, outcome unknown".to_string(),
+            Some(OpOutcome::Succeeded { .. }) => "success".to_string(),
+            Some(OpOutcome::Failed { code }) => format!("definite failure {code}"),
+            Some(OpOutcome::GaveUp) => "GIVES UP: attempts exhausted, outcome unknown".to_string(),
             _ => "noted".to_string(),
         },
     }

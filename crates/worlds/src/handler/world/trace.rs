@@ -4,11 +4,11 @@
 //! to line up. And the step texts print what otherwise moves silently: the clock (a pause, a Retry-After wait,
 //! any step that advances time) and the value a write replaces (the old value of an unconditional update).
 
-use super::api::{Handler, Worker};
-use super::calls::Call;
-use super::replay::Next;
-use super::sim::{Committed, Txn};
-use super::world::*;
+use super::*;
+use crate::handler::api::{Handler, Worker};
+use crate::handler::calls::Call;
+use crate::handler::replay::Next;
+use crate::handler::sim::{Committed, Txn};
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
@@ -133,7 +133,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             | HandlerAction::DeliverResponse { message }
             | HandlerAction::Drop { message }
             | HandlerAction::Duplicate { message } => {
-                let name = super::world_describe::message_name(message);
+                let name = super::describe::message_name(message);
                 if state.network.contains_key(message) {
                     format!("{name} is in flight, but no process is idle or the budget is spent")
                 } else {
@@ -269,5 +269,5 @@ fn replaced(store: &Committed, txn: Option<&Txn>, call: &Call) -> String {
 }
 
 #[cfg(test)]
-#[path = "world_trace_tests.rs"]
+#[path = "trace_tests.rs"]
 mod tests;

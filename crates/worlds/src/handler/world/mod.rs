@@ -9,7 +9,18 @@
 //! others. This first version has its own clients and network (simpler than the built-in
 //! world's: a 409 counts as an attempt; with `retry_after_ms` the client waits that long before retrying, which
 //! moves the clock). At rest the clock moves to the next lease or TTL expiry, and `eventually-*` properties are
-//! judged under weak fairness of the clock and of retries: see `world_time`.
+//! judged under weak fairness of the clock and of retries: see `time`.
+
+mod assert;
+mod describe;
+pub mod properties;
+mod records;
+pub mod report;
+pub mod requests;
+mod step;
+pub mod time;
+pub(super) mod trace;
+mod view;
 
 use super::api::{Activation, Handler, NoWorker, Reply, Request, Worker};
 use super::calls::{Answer, Call};
@@ -18,13 +29,13 @@ use super::prefix::{Prefix, Prefixes};
 use super::replay::Next;
 use super::shared::Shared;
 use super::sim::{Committed, Ghost, Txn};
-use super::world_records::no_stuck_key;
-pub use super::world_records::{Records, RecordsIn};
-use super::world_requests::Hooks;
-use super::world_time::Expiries;
+use crate::builtin::{Budgets, Event, Events, WorldProperty};
 use crate::check::{self, Model};
-use crate::model::{Budgets, Event, Events, Property as Named};
+use records::no_stuck_key;
+pub use records::{Records, RecordsIn};
+use requests::Hooks;
 use std::collections::BTreeMap;
+use time::Expiries;
 
 /// Fault budgets of a handler world.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -79,7 +90,7 @@ pub struct HandlerWorld<H, W = NoWorker> {
     pub(super) bodies: Vec<String>,
     /// A new key for every attempt (docs/src/domain.md mistake 2) instead of one per operation.
     pub(super) key_per_attempt: bool,
-    pub(super) max_attempts: u8,
+    pub(super) attempts_max: u8,
     pub(super) processes: u8,
     pub(super) faults: HandlerFaults,
     pub(super) pause_ms: u64,
@@ -96,14 +107,14 @@ pub struct HandlerWorld<H, W = NoWorker> {
     pub(super) records: Option<Records>,
     /// Where the design keeps leases and when each runs out: at rest the clock moves to the next one.
     pub(super) expiries: Option<Expiries>,
-    /// Judge `eventually-*` under weak fairness of the clock and of retries (`world_time`); on by default.
+    /// Judge `eventually-*` under weak fairness of the clock and of retries (`time`); on by default.
     pub(super) fair: bool,
-    /// The user's request hook and reactions (`world_requests`).
+    /// The user's request hook and reactions (`requests`).
     pub(super) hooks: Hooks,
     /// Faults of named calls, each with its own budget (`lost`).
     pub(super) call_faults: Vec<CallFault>,
-    /// The design's own properties and wanted scenarios (`world_properties`).
-    pub(super) own: super::world_properties::Own,
+    /// The design's own properties and wanted scenarios (`properties`).
+    pub(super) own: properties::Own,
 }
 
 impl<H: Handler> HandlerWorld<H, NoWorker> {
@@ -115,7 +126,7 @@ impl<H: Handler> HandlerWorld<H, NoWorker> {
             clients,
             bodies: vec![body.to_string()],
             key_per_attempt: false,
-            max_attempts: 3,
+            attempts_max: 3,
             processes: 1,
             faults: HandlerFaults::default(),
             pause_ms: 60_000,
@@ -143,7 +154,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
             clients: self.clients,
             bodies: self.bodies,
             key_per_attempt: self.key_per_attempt,
-            max_attempts: self.max_attempts,
+            attempts_max: self.attempts_max,
             processes: self.processes,
             faults: self.faults,
             pause_ms: self.pause_ms,
@@ -174,7 +185,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     }
 
     /// Declare where the design keeps its leases and when the one in a value runs out (`None`: no lease), in
-    /// the store's milliseconds: at rest the clock moves to the next one (`world_time`). TTLs need no declaring.
+    /// the store's milliseconds: at rest the clock moves to the next one (`time`). TTLs need no declaring.
     pub fn expiries(
         mut self,
         place: RecordsIn,
@@ -188,7 +199,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     }
 
     /// Judge `eventually-*` under weak fairness of the clock and of retries (`true`, the default), or let a
-    /// client give up on its last 409 (`false`): see `world_time`.
+    /// client give up on its last 409 (`false`): see `time`.
     pub fn fair(mut self, yes: bool) -> Self {
         self.fair = yes;
         self
@@ -206,9 +217,9 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
         self
     }
 
-    pub fn max_attempts(mut self, attempts: u8) -> Self {
+    pub fn attempts_max(mut self, attempts: u8) -> Self {
         assert!((1..=8).contains(&attempts), "1 to 8 attempts");
-        self.max_attempts = attempts;
+        self.attempts_max = attempts;
         self
     }
 
@@ -324,8 +335,9 @@ pub enum Phase {
     Patient,
 }
 
+/// How one operation ended, from the client's point of view (as the built-in worlds' `builtin::OpOutcome`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Outcome {
+pub enum OpOutcome {
     Pending,
     Succeeded(Reply),
     Failed(u16),
@@ -337,9 +349,9 @@ pub struct Client {
     pub op: u8,
     pub attempts: u8,
     pub phase: Phase,
-    pub outcomes: Vec<Outcome>,
+    pub outcomes: Vec<OpOutcome>,
     /// `(op, attempt, status)`: attempt `attempt` of operation `op` was sent after an answer with `status`.
-    /// Kept only in worlds with a request hook (`world_requests`), for the hook; never cleared, so a late
+    /// Kept only in worlds with a request hook (`requests`), for the hook; never cleared, so a late
     /// attempt is rebuilt as it was sent.
     pub sent_after: Vec<(u8, u8, u16)>,
 }
@@ -429,7 +441,7 @@ pub enum HandlerAction {
     /// Process `proc` makes its next call or sends its reply; `made`: which (so a trace knows its run).
     Step {
         proc: u8,
-        made: super::world_trace::Made,
+        made: trace::Made,
     },
     /// A worker begins a run.
     Wake {
@@ -464,7 +476,7 @@ fn resolved<H, W>(_world: &HandlerWorld<H, W>, state: &HandlerState) -> bool {
             && client
                 .outcomes
                 .iter()
-                .all(|outcome| matches!(outcome, Outcome::Succeeded(_) | Outcome::Failed(_)))
+                .all(|outcome| matches!(outcome, OpOutcome::Succeeded(_) | OpOutcome::Failed(_)))
     })
 }
 
@@ -480,7 +492,7 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
             phase: Phase::Ready {
                 after_conflict: false,
             },
-            outcomes: vec![Outcome::Pending; self.bodies.len()],
+            outcomes: vec![OpOutcome::Pending; self.bodies.len()],
             sent_after: Vec::new(),
         };
         HandlerState {
@@ -507,20 +519,20 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
     /// `no-stuck-key` when the design declared its records, and the scenarios a handler world can show.
     fn properties(&self) -> Vec<check::Property<Self>> {
         let mut properties: Vec<check::Property<Self>> = [
-            Named::NoDuplicateEffect,
-            Named::NoLostEffect,
-            Named::ConsistentReplay,
+            WorldProperty::NoDuplicateEffect,
+            WorldProperty::NoLostEffect,
+            WorldProperty::ConsistentReplay,
         ]
         .into_iter()
         .map(|named| check::Property::always_unobserved(named.name(), named.violating_events()))
         .collect();
         properties.push(check::Property::eventually_at_rest(
-            Named::EventuallyResolves.name(),
+            WorldProperty::EventuallyResolves.name(),
             resolved,
         ));
         if self.records.is_some() {
             properties.push(check::Property::eventually_at_rest(
-                Named::NoStuckKey.name(),
+                WorldProperty::NoStuckKey.name(),
                 no_stuck_key,
             ));
         }
@@ -587,7 +599,7 @@ impl<H: Handler, W: Worker> Model for HandlerWorld<H, W> {
         self.why_not_here(state, action)
     }
 
-    /// The explorer's panels (`world_view.rs`).
+    /// The explorer's panels (`view.rs`).
     fn view(&self, state: &HandlerState) -> check::StateView {
         self.panels(state)
     }

@@ -240,7 +240,7 @@ where
                     format!(
                         "op{}: {}",
                         op + 1,
-                        outcome_text(*outcome, self.clients.max_attempts)
+                        outcome_text(*outcome, self.clients.attempts_max)
                     )
                 })
                 .collect();
@@ -254,7 +254,7 @@ where
                     usize::from(client.op) + 1,
                     client.attempts,
                     client.charged,
-                    self.clients.max_attempts
+                    self.clients.attempts_max
                 )
             };
             Row::new(
@@ -325,17 +325,17 @@ fn response_text(code: u16, payload: Option<Payment>) -> String {
     }
 }
 
-/// A client gives up only when every attempt it may charge is used (`max_attempts`).
-fn outcome_text(outcome: Outcome, max_attempts: u8) -> String {
+/// A client gives up only when every attempt it may charge is used (`attempts_max`).
+fn outcome_text(outcome: OpOutcome, attempts_max: u8) -> String {
     match outcome {
-        Outcome::Pending => "pending".to_string(),
-        Outcome::Succeeded { payload } => match payload {
+        OpOutcome::Pending => "pending".to_string(),
+        OpOutcome::Succeeded { payload } => match payload {
             Some(payment) => format!("success (payment {payment})"),
             None => "success".to_string(),
         },
-        Outcome::Failed { code } => format!("failed {code}"),
-        Outcome::GaveUp => {
-            format!("gave up, {max_attempts} of {max_attempts} attempts used (outcome unknown)")
+        OpOutcome::Failed { code } => format!("failed {code}"),
+        OpOutcome::GaveUp => {
+            format!("gave up, {attempts_max} of {attempts_max} attempts used (outcome unknown)")
         }
     }
 }

@@ -1,10 +1,10 @@
 //! Traces that know their run: a trace replayed on a design whose calls differ stops there and says why (and
 //! replays on its own design), and step texts print Retry-After waits, clock moves and overwritten values.
 
-use super::super::api::{Handler, Reply, Request, Store, StoreError};
-use super::super::world::{HandlerAction, HandlerFaults, HandlerState, HandlerWorld, Message};
+use super::super::{HandlerAction, HandlerFaults, HandlerState, HandlerWorld, Message};
 use super::Made;
 use crate::check::{replay_path, timeline, Model};
+use crate::handler::api::{Handler, Reply, Request, Store, StoreError};
 
 /// Claims the key outside a transaction (autocommit), then marks it done: with `fenced`, only if it still holds
 /// its claim (compare-and-set); without, whatever it holds. A key already claimed answers 409.
@@ -120,9 +120,9 @@ fn a_step_records_the_call_kind_and_key_not_the_value() {
             "answer 409"
         ]
     );
-    let begin = Made::of(&super::super::Next::Call(super::super::Call::Begin));
+    let begin = Made::of(&crate::handler::Next::Call(crate::handler::Call::Begin));
     assert_eq!((begin.kind, begin.key), ("BEGIN", None));
-    let ended = Made::of(&super::super::Next::Reply(Reply::new(0, "")));
+    let ended = Made::of(&crate::handler::Next::Reply(Reply::new(0, "")));
     assert_eq!(ended.to_string(), "end-of-run");
 }
 

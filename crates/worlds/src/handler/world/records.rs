@@ -2,8 +2,8 @@
 //! of their values are unfinished. The built-in world knows its records; a handler's are its own, so the design
 //! declares them (`HandlerWorld::records`).
 
-use super::sim::Committed;
-use super::world::{HandlerState, HandlerWorld};
+use super::{HandlerState, HandlerWorld};
+use crate::handler::sim::Committed;
 use std::sync::Arc;
 
 /// Where a design keeps its idempotency records, and which of their values are unfinished: what the

@@ -3,9 +3,9 @@
 //! A name that is no property (or no scenario) of the world is refused before the search, with the valid ones:
 //! a misspelt property would otherwise be judged after minutes of search, or not at all.
 
-use super::api::{Handler, Worker};
-use super::world::{HandlerAction, HandlerWorld};
+use super::{HandlerAction, HandlerWorld};
 use crate::check::{Kind, Model, Report, Verdict};
+use crate::handler::api::{Handler, Worker};
 
 impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// Check breadth-first and panic unless `property` holds (an incomplete search fails too: it proves

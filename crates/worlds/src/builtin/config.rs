@@ -23,7 +23,7 @@ pub struct Operation {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientsConfig {
     pub count: u8,
-    pub max_attempts: u8,
+    pub attempts_max: u8,
     pub key_policy: KeyPolicy,
     /// Every client performs these operations, in order.
     pub operations: Vec<Operation>,

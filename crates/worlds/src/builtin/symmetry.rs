@@ -191,7 +191,7 @@ impl Relabel {
         permute(&mut state.procs, &self.proc);
         for client in state.clients.iter_mut() {
             for outcome in client.outcomes.iter_mut() {
-                if let Outcome::Succeeded { payload } = outcome {
+                if let OpOutcome::Succeeded { payload } = outcome {
                     *payload = self.payment(*payload);
                 }
             }
@@ -500,16 +500,16 @@ fn client_words(index: u8, client: &ClientState, mixed: &mut Mixer) {
     ]));
     for outcome in &client.outcomes {
         let bytes = match *outcome {
-            Outcome::Pending => [0; 8],
-            Outcome::Succeeded { payload } => {
+            OpOutcome::Pending => [0; 8],
+            OpOutcome::Succeeded { payload } => {
                 let [tag, op, execution] = payment_bytes(index, payload);
                 [1, tag, op, execution, 0, 0, 0, 0]
             }
-            Outcome::Failed { code } => {
+            OpOutcome::Failed { code } => {
                 let [low, high] = code.to_le_bytes();
                 [2, low, high, 0, 0, 0, 0, 0]
             }
-            Outcome::GaveUp => [3, 0, 0, 0, 0, 0, 0, 0],
+            OpOutcome::GaveUp => [3, 0, 0, 0, 0, 0, 0, 0],
         };
         mixed.mix(word(bytes));
     }

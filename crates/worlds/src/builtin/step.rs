@@ -33,7 +33,7 @@ impl<S: Server> WorldOf<S> {
                 phase: ClientPhase::Ready {
                     after_conflict: false,
                 },
-                outcomes: smallvec![Outcome::Pending; self.clients.operations.len()],
+                outcomes: smallvec![OpOutcome::Pending; self.clients.operations.len()],
                 copies: 0,
             })
             .collect();
@@ -175,7 +175,7 @@ impl<S: Server> WorldOf<S> {
 
     fn may_send(&self, state: &State, client: u8, after_conflict: bool) -> bool {
         let client_state = &state.clients[client as usize];
-        if client_state.charged >= self.clients.max_attempts {
+        if client_state.charged >= self.clients.attempts_max {
             return false;
         }
         // Retry-After: told 409 by a server with a lease, the client waits until the lease is over (or the record
@@ -221,11 +221,11 @@ impl<S: Server> WorldOf<S> {
                     next.budgets.spend(EARLY_TIMEOUTS);
                 }
                 let charged = next.clients[client as usize].charged;
-                if charged < self.clients.max_attempts {
+                if charged < self.clients.attempts_max {
                     events.add(Event::RetryAfterTimeout);
                     self.send(next, client);
                 } else {
-                    self.finish_op(next, client, Outcome::GaveUp);
+                    self.finish_op(next, client, OpOutcome::GaveUp);
                 }
             }
             Action::DeliverRequest { request, proc } => {
@@ -282,7 +282,7 @@ impl<S: Server> WorldOf<S> {
         *state.network.get_or_insert(Message::Request(request), 0) += 1;
     }
 
-    fn finish_op(&self, state: &mut State, client: u8, outcome: Outcome) {
+    fn finish_op(&self, state: &mut State, client: u8, outcome: OpOutcome) {
         purge_abandoned(state, client);
         let client_state = &mut state.clients[client as usize];
         client_state.outcomes[client_state.op as usize] = outcome;
@@ -309,12 +309,12 @@ impl<S: Server> WorldOf<S> {
         }
         let retry_after =
             response.code == status::CONFLICT_IN_PROGRESS && self.server.lease().is_some();
-        let retries_left = retry_after || client_state.charged < self.clients.max_attempts;
+        let retries_left = retry_after || client_state.charged < self.clients.attempts_max;
         if status::is_success(response.code) {
             self.finish_op(
                 state,
                 client,
-                Outcome::Succeeded {
+                OpOutcome::Succeeded {
                     payload: response.payload,
                 },
             );
@@ -322,7 +322,7 @@ impl<S: Server> WorldOf<S> {
             self.finish_op(
                 state,
                 client,
-                Outcome::Failed {
+                OpOutcome::Failed {
                     code: response.code,
                 },
             );
@@ -334,7 +334,7 @@ impl<S: Server> WorldOf<S> {
             }
             client_state.phase = ClientPhase::Ready { after_conflict };
         } else {
-            self.finish_op(state, client, Outcome::GaveUp);
+            self.finish_op(state, client, OpOutcome::GaveUp);
         }
     }
 
@@ -581,7 +581,7 @@ fn take_message(network: &mut SortedMap<Message, u8, 8>, message: &Message) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::World;
+    use crate::builtin::World;
     use crate::protocol::Lease;
     use std::collections::HashSet;
 

@@ -11,10 +11,10 @@
 //! An own `sometimes` is a scenario of the design's own ("the sweeper reset a live claim"): reports say
 //! `reached` / `not reached`, and a `not reached` fails only when the scenario is wanted (`wants`).
 
-use super::api::{Handler, Reply, Worker};
-use super::sim::NO_OPERATION;
-use super::world::{HandlerState, HandlerWorld, Op, Outcome};
+use super::{HandlerState, HandlerWorld, Op, OpOutcome};
 use crate::check::{self, Kind, Model};
+use crate::handler::api::{Handler, Reply, Worker};
+use crate::handler::sim::NO_OPERATION;
 use std::sync::Arc;
 
 /// At most this many own properties per world.
@@ -25,7 +25,7 @@ type Condition = Arc<dyn Fn(&Seen) -> bool + Send + Sync>;
 
 /// A design's own properties and the scenarios it wants reached (built-in or its own `sometimes`).
 #[derive(Clone, Default)]
-pub(super) struct Own {
+pub(in crate::handler) struct Own {
     properties: Vec<(String, Kind, Condition)>,
     pub(super) wanted: Vec<String>,
 }
@@ -113,7 +113,7 @@ impl<'a> Seen<'a> {
     }
 
     /// What each operation's client was told so far (pending, a success, a failure, gave up).
-    pub fn told(&self) -> impl Iterator<Item = (Op, &'a Outcome)> + 'a {
+    pub fn told(&self) -> impl Iterator<Item = (Op, &'a OpOutcome)> + 'a {
         let clients = &self.state.clients;
         clients.iter().enumerate().flat_map(|(client, state)| {
             state.outcomes.iter().enumerate().map(move |(op, outcome)| {
@@ -129,7 +129,7 @@ impl<'a> Seen<'a> {
     /// The successes the clients were told: (operation, reply).
     pub fn replies(&self) -> impl Iterator<Item = (Op, &'a Reply)> + 'a {
         self.told().filter_map(|(op, outcome)| match outcome {
-            Outcome::Succeeded(reply) => Some((op, reply)),
+            OpOutcome::Succeeded(reply) => Some((op, reply)),
             _ => None,
         })
     }

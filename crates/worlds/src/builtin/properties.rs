@@ -1,7 +1,7 @@
 //! The properties, by the names users write in model files, and the scenarios a passing model must reach.
 
 use super::events::{Event, Events};
-use super::state::{ClientPhase, Outcome, RecordStatus, State};
+use super::state::{ClientPhase, OpOutcome, RecordStatus, State};
 
 /// When a property is judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub enum PropertyKind {
     strum::IntoStaticStr,
 )]
 #[strum(serialize_all = "kebab-case")]
-pub enum Property {
+pub enum WorldProperty {
     NoDuplicateEffect,
     NoLostEffect,
     ConsistentReplay,
@@ -41,44 +41,46 @@ pub enum Property {
     EventuallyResolves,
 }
 
-impl Property {
+impl WorldProperty {
     /// Every property, in declaration order (the order of reports and tables).
-    pub fn all() -> impl Iterator<Item = Property> {
-        <Property as strum::IntoEnumIterator>::iter()
+    pub fn all() -> impl Iterator<Item = WorldProperty> {
+        <WorldProperty as strum::IntoEnumIterator>::iter()
     }
 
     pub fn name(self) -> &'static str {
         self.into()
     }
 
-    pub fn by_name(name: &str) -> Option<Property> {
+    pub fn by_name(name: &str) -> Option<WorldProperty> {
         name.parse().ok()
     }
 
     /// Every property's name, comma-separated (what an unknown name is told it could have been).
     pub fn names() -> String {
-        Property::all()
-            .map(Property::name)
+        WorldProperty::all()
+            .map(WorldProperty::name)
             .collect::<Vec<_>>()
             .join(", ")
     }
 
     pub fn kind(self) -> PropertyKind {
         match self {
-            Property::NoStuckKey | Property::EventuallyResolves => PropertyKind::Eventually,
+            WorldProperty::NoStuckKey | WorldProperty::EventuallyResolves => {
+                PropertyKind::Eventually
+            }
             _ => PropertyKind::Always,
         }
     }
 
     pub fn description(self) -> &'static str {
         match self {
-            Property::NoDuplicateEffect => "at most one effect per logical operation",
-            Property::NoLostEffect => "no success is reported for an operation without an effect",
-            Property::ConsistentReplay => "every success for an operation carries the same response",
-            Property::NoCrossClientResponse => "no client receives another client's response",
-            Property::ConflictCodes => "422 only for a changed body; 409 only while the original is in flight (with a lease: until it expires)",
-            Property::NoStuckKey => "after faults stop, no key stays in_progress forever",
-            Property::EventuallyResolves => {
+            WorldProperty::NoDuplicateEffect => "at most one effect per logical operation",
+            WorldProperty::NoLostEffect => "no success is reported for an operation without an effect",
+            WorldProperty::ConsistentReplay => "every success for an operation carries the same response",
+            WorldProperty::NoCrossClientResponse => "no client receives another client's response",
+            WorldProperty::ConflictCodes => "422 only for a changed body; 409 only while the original is in flight (with a lease: until it expires)",
+            WorldProperty::NoStuckKey => "after faults stop, no key stays in_progress forever",
+            WorldProperty::EventuallyResolves => {
                 "after faults stop, every operation ends in one success or one definite failure"
             }
         }
@@ -87,14 +89,14 @@ impl Property {
     /// The events that violate this (safety) property when a transition has one of them; none for liveness.
     pub const fn violating_events(self) -> Events {
         match self {
-            Property::NoDuplicateEffect => Events::of(&[Event::DuplicateEffect]),
-            Property::NoLostEffect => Events::of(&[Event::SuccessWithoutEffect]),
-            Property::ConsistentReplay => Events::of(&[Event::InconsistentReplay]),
-            Property::NoCrossClientResponse => Events::of(&[Event::CrossClientResponse]),
-            Property::ConflictCodes => {
+            WorldProperty::NoDuplicateEffect => Events::of(&[Event::DuplicateEffect]),
+            WorldProperty::NoLostEffect => Events::of(&[Event::SuccessWithoutEffect]),
+            WorldProperty::ConsistentReplay => Events::of(&[Event::InconsistentReplay]),
+            WorldProperty::NoCrossClientResponse => Events::of(&[Event::CrossClientResponse]),
+            WorldProperty::ConflictCodes => {
                 Events::of(&[Event::MismatchForSameBody, Event::ConflictWithoutOwner])
             }
-            Property::NoStuckKey | Property::EventuallyResolves => Events::of(&[]),
+            WorldProperty::NoStuckKey | WorldProperty::EventuallyResolves => Events::of(&[]),
         }
     }
 
@@ -105,7 +107,7 @@ impl Property {
 
     /// Events that violate some safety property: a transition without any needs no further look.
     pub fn any_violating_events() -> Events {
-        Property::all().fold(Events::default(), |all, property| {
+        WorldProperty::all().fold(Events::default(), |all, property| {
             all.union(property.violating_events())
         })
     }
@@ -114,7 +116,7 @@ impl Property {
     pub fn violated_at_rest(self, state: &State) -> bool {
         match self {
             // An in_progress record whose lease ran out is not stuck: the next request for the key takes it over.
-            Property::NoStuckKey => state.store.records.values().any(|record| {
+            WorldProperty::NoStuckKey => state.store.records.values().any(|record| {
                 matches!(
                     record.status,
                     RecordStatus::InProgress {
@@ -123,12 +125,12 @@ impl Property {
                     }
                 )
             }),
-            Property::EventuallyResolves => state.clients.iter().any(|client| {
+            WorldProperty::EventuallyResolves => state.clients.iter().any(|client| {
                 client.phase != ClientPhase::Done
                     || client
                         .outcomes
                         .iter()
-                        .any(|outcome| matches!(outcome, Outcome::Pending | Outcome::GaveUp))
+                        .any(|outcome| matches!(outcome, OpOutcome::Pending | OpOutcome::GaveUp))
             }),
             _ => false,
         }

@@ -126,7 +126,7 @@ fn symmetric_search_counts_exactly_the_symmetry_classes() {
     let built = World::Http(two_clients)
         .to_builder()
         .client_count(3)
-        .max_attempts(2)
+        .attempts_max(2)
         .faults(faults)
         .build()
         .unwrap();

@@ -1,9 +1,9 @@
 //! One line per step of a handler world, for timelines and traces.
 
-use super::api::{Handler, Worker};
-use super::replay::Next;
-use super::world::*;
-use crate::model::{Event, Events};
+use super::*;
+use crate::builtin::{Event, Events};
+use crate::handler::api::{Handler, Worker};
+use crate::handler::replay::Next;
 
 fn op_name(op: Op) -> String {
     format!("C{}.op{}", op.client + 1, op.op + 1)

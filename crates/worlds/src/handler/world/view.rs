@@ -1,10 +1,10 @@
 //! The handler world's state as the trace explorer's panels: committed rows, effects, key-value entries, charges,
 //! then the moving parts (network, processes, clients, budgets).
 
-use super::api::{Handler, Worker};
-use super::sim::Committed;
-use super::world::*;
+use super::*;
 use crate::check::{self, Row};
+use crate::handler::api::{Handler, Worker};
+use crate::handler::sim::Committed;
 
 impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// The explorer's panels: committed rows, effects, key-value entries, charges, then the moving parts.
@@ -124,7 +124,7 @@ fn effect_rows(store: &Committed) -> Vec<Row> {
 
 fn network_rows(state: &HandlerState) -> Vec<Row> {
     let network = (state.network.iter()).map(|(message, copies)| {
-        let label = super::world_describe::message_name(message);
+        let label = super::describe::message_name(message);
         Row::new(label, format!("{copies} copy(ies)"))
     });
     network.collect()
@@ -147,17 +147,17 @@ fn client_rows(state: &HandlerState) -> Vec<Row> {
 }
 
 /// What a client was told, for the explorer's panel.
-fn outcomes_text(outcomes: &[Outcome]) -> String {
+fn outcomes_text(outcomes: &[OpOutcome]) -> String {
     if outcomes.is_empty() {
         return "nothing yet".to_string();
     }
     let told: Vec<String> = outcomes
         .iter()
         .map(|outcome| match outcome {
-            Outcome::Pending => "pending".to_string(),
-            Outcome::Succeeded(reply) => format!("{} {}", reply.status, reply.body),
-            Outcome::Failed(status) => format!("failed with {status}"),
-            Outcome::GaveUp => "gave up".to_string(),
+            OpOutcome::Pending => "pending".to_string(),
+            OpOutcome::Succeeded(reply) => format!("{} {}", reply.status, reply.body),
+            OpOutcome::Failed(status) => format!("failed with {status}"),
+            OpOutcome::GaveUp => "gave up".to_string(),
         })
         .collect();
     told.join(", ")

@@ -6,7 +6,7 @@
 use super::action::Action;
 use super::config::Faults;
 use super::events::{Event, Events};
-use super::properties::{Property, PropertyKind};
+use super::properties::{PropertyKind, WorldProperty};
 use super::state::State;
 use super::world::{dispatch, Server, Transition, World, WorldOf};
 use crate::check::{self, Observation};
@@ -27,15 +27,15 @@ impl Observation for Events {
 
 /// The liveness predicates at rest, as plain functions (a property holds a function pointer).
 fn no_stuck_key<M>(_world: &M, state: &State) -> bool {
-    !Property::NoStuckKey.violated_at_rest(state)
+    !WorldProperty::NoStuckKey.violated_at_rest(state)
 }
 
 fn eventually_resolves<M>(_world: &M, state: &State) -> bool {
-    !Property::EventuallyResolves.violated_at_rest(state)
+    !WorldProperty::EventuallyResolves.violated_at_rest(state)
 }
 
 /// The check property for one of the seven, for any model over the shared state and events.
-pub fn check_property<M>(property: Property) -> check::Property<M>
+pub fn check_property<M>(property: WorldProperty) -> check::Property<M>
 where
     M: check::Model<State = State, Obs = Events>,
 {
@@ -43,7 +43,7 @@ where
         (PropertyKind::Always, _) => {
             check::Property::always_unobserved(property.name(), property.violating_events())
         }
-        (PropertyKind::Eventually, Property::NoStuckKey) => {
+        (PropertyKind::Eventually, WorldProperty::NoStuckKey) => {
             check::Property::eventually_at_rest(property.name(), no_stuck_key::<M>)
         }
         (PropertyKind::Eventually, _) => {
@@ -57,7 +57,7 @@ fn properties<M>() -> Vec<check::Property<M>>
 where
     M: check::Model<State = State, Obs = Events>,
 {
-    let mut properties: Vec<_> = Property::all().map(check_property).collect();
+    let mut properties: Vec<_> = WorldProperty::all().map(check_property).collect();
     properties.extend(Event::scenarios().map(|scenario| {
         check::Property::sometimes_observed(scenario.scenario_name(), Events::of(&[scenario]))
     }));

@@ -77,7 +77,7 @@ pub enum Message {
 
 /// How one operation ended, from the client's point of view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Outcome {
+pub enum OpOutcome {
     Pending,
     Succeeded {
         payload: Option<Payment>,
@@ -138,7 +138,7 @@ pub struct ClientState {
     /// "come back later", not a failed attempt, and is refunded.
     pub charged: u8,
     pub phase: ClientPhase,
-    pub outcomes: SmallVec<[Outcome; 4]>,
+    pub outcomes: SmallVec<[OpOutcome; 4]>,
     /// Queue worlds: republished copies of this producer's events that the broker accepted.
     pub copies: u8,
 }

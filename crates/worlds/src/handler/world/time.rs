@@ -23,10 +23,10 @@
 //! attempts on 409s while the owner is still working. Faults stay unfair: they happen within their budgets, at
 //! any point. Safety properties are unaffected: fairness only adds polls after a client would have given up.
 
-use super::api::{Handler, Worker};
-use super::sim::Committed;
-use super::world::{HandlerState, HandlerWorld, Phase};
-pub use super::world_records::RecordsIn;
+pub use super::records::RecordsIn;
+use super::{HandlerState, HandlerWorld, Phase};
+use crate::handler::api::{Handler, Worker};
+use crate::handler::sim::Committed;
 use std::sync::Arc;
 
 /// How many times a patient client asks again after its attempts ran out (each poll waits for rest and the
@@ -143,7 +143,7 @@ impl<H: Handler, W: Worker> HandlerWorld<H, W> {
     /// when the 409 arrives is unsound: a worker may have freed the key between the reply and its delivery.)
     pub(super) fn stays_patient(&self, state: &HandlerState, client: u8) -> bool {
         let attempts = state.clients[client as usize].attempts;
-        self.fair && attempts < self.max_attempts.saturating_add(POLLS_MAX)
+        self.fair && attempts < self.attempts_max.saturating_add(POLLS_MAX)
     }
 }
 
