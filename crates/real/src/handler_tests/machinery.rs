@@ -171,7 +171,7 @@ fn kv_keys_expire_with_the_clock() {
 
 mod on_sqlite {
     use super::*;
-    use crate::runner::drive::{run_to_reply, Running};
+    use crate::runner::{run_to_reply, Stepped};
     use crate::stores::sqlite::SqliteStore;
 
     #[test]
@@ -199,12 +199,12 @@ mod on_sqlite {
         SqliteStore::create(&path).unwrap();
         {
             let store = SqliteStore::open(&path, Clock::default()).unwrap();
-            let mut running = Running::start(&Article, store, request());
+            let mut running = Stepped::new(Article, store, request());
             // begin, insert, get, commit, begin, insert-effect: then the process dies.
             for _ in 0..6 {
-                assert!(running.step(false).is_none());
+                assert!(running.step().is_ok());
             }
-            assert_eq!(running.calls(), 6);
+            assert_eq!(running.answered().len(), 6);
         }
         let mut store = SqliteStore::open(&path, Clock::default()).unwrap();
         assert_eq!(store.effects("payments").unwrap().len(), 0);
@@ -218,7 +218,7 @@ mod on_sqlite {
 
 mod on_postgres {
     use super::*;
-    use crate::runner::drive::{run_to_reply, Running};
+    use crate::runner::{run_to_reply, Stepped};
     use crate::servers::postgres::TempPostgres;
     use crate::stores::postgres::PostgresStore;
 
@@ -245,9 +245,9 @@ mod on_postgres {
             ..request()
         };
         {
-            let mut running = Running::start(&Article, connect(), second.clone());
+            let mut running = Stepped::new(Article, connect(), second.clone());
             for _ in 0..6 {
-                assert!(running.step(false).is_none());
+                assert!(running.step().is_ok());
             }
         }
         assert_eq!(store.effects("payments").unwrap().len(), 1);
