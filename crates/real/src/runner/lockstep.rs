@@ -10,6 +10,10 @@ use crate::check::Model;
 use crate::handler::api::{Activation, Clock, Handler, Reply, Request, Store, StoreResult, Worker};
 use crate::handler::lost::Failure;
 use crate::handler::world::{no_request, HandlerAction, HandlerState, HandlerWorld, Message};
+use crate::stores::postgres::{Postgres, PostgresStore};
+use crate::stores::sql::{SqlConnection, SqlStore};
+use crate::stores::sqlite::{Sqlite, SqliteStore};
+use std::path::Path;
 
 /// A real database the trace runs on.
 pub trait Backend {
@@ -192,30 +196,34 @@ fn same_counts<B: Backend>(
     Ok(())
 }
 
-/// SQLite, one file (and its side file), a connection per process, and one more that counts the effects.
-pub struct SqliteBackend {
-    path: std::path::PathBuf,
+/// How a SQL backend opens a connection reading a clock.
+type Connect<C> = dyn Fn(&Clock) -> StoreResult<SqlStore<C>> + Send;
+
+/// A SQL database (`crate::stores::sql`): a connection per process, and one more that counts the effects.
+pub struct SqlBackend<C> {
+    connect: Box<Connect<C>>,
     clock: Clock,
-    observer: crate::stores::sqlite::SqliteStore,
+    observer: SqlStore<C>,
 }
 
-impl SqliteBackend {
-    /// A new database at `path`.
-    pub fn create(path: &std::path::Path) -> StoreResult<SqliteBackend> {
-        crate::stores::sqlite::SqliteStore::create(path)?;
+impl<C: SqlConnection> SqlBackend<C> {
+    /// A backend whose connections `connect` opens (the tables made).
+    fn new(
+        connect: impl Fn(&Clock) -> StoreResult<SqlStore<C>> + Send + 'static,
+    ) -> StoreResult<Self> {
         let clock = Clock::default();
-        Ok(SqliteBackend {
-            path: path.to_path_buf(),
-            observer: crate::stores::sqlite::SqliteStore::open(path, clock.clone())?,
+        Ok(SqlBackend {
+            observer: connect(&clock)?,
+            connect: Box::new(connect),
             clock,
         })
     }
 }
 
-impl Backend for SqliteBackend {
-    type Store = crate::stores::sqlite::SqliteStore;
+impl<C: SqlConnection + 'static> Backend for SqlBackend<C> {
+    type Store = SqlStore<C>;
     fn connect(&self) -> StoreResult<Self::Store> {
-        crate::stores::sqlite::SqliteStore::open(&self.path, self.clock.clone())
+        (self.connect)(&self.clock)
     }
     fn effects(&self) -> StoreResult<usize> {
         self.observer.effects_total()
@@ -231,42 +239,26 @@ impl Backend for SqliteBackend {
     }
 }
 
-/// PostgreSQL, a connection per process, and one more that counts the effects.
-pub struct PostgresBackend {
-    params: String,
-    clock: Clock,
-    observer: crate::stores::postgres::PostgresStore,
+/// SQLite, one file (and its side file).
+pub type SqliteBackend = SqlBackend<Sqlite>;
+
+impl SqliteBackend {
+    /// A new database at `path`.
+    pub fn create(path: &Path) -> StoreResult<SqliteBackend> {
+        SqliteStore::create(path)?;
+        let path = path.to_path_buf();
+        SqlBackend::new(move |clock| SqliteStore::open(&path, clock.clone()))
+    }
 }
+
+/// PostgreSQL.
+pub type PostgresBackend = SqlBackend<Postgres>;
 
 impl PostgresBackend {
     /// The database behind `params`, with the tables created.
     pub fn create(params: &str) -> StoreResult<PostgresBackend> {
-        crate::stores::postgres::PostgresStore::create(params)?;
-        let clock = Clock::default();
-        let observer = crate::stores::postgres::PostgresStore::connect(params, clock.clone())?;
-        Ok(PostgresBackend {
-            params: params.to_string(),
-            clock,
-            observer,
-        })
-    }
-}
-
-impl Backend for PostgresBackend {
-    type Store = crate::stores::postgres::PostgresStore;
-    fn connect(&self) -> StoreResult<Self::Store> {
-        crate::stores::postgres::PostgresStore::connect(&self.params, self.clock.clone())
-    }
-    fn effects(&self) -> StoreResult<usize> {
-        self.observer.effects_total()
-    }
-    fn charges(&self) -> StoreResult<usize> {
-        self.observer.charges_total()
-    }
-    fn calls(&self) -> StoreResult<usize> {
-        self.observer.calls_total()
-    }
-    fn clock(&self) -> &Clock {
-        &self.clock
+        PostgresStore::create(params)?;
+        let params = params.to_string();
+        SqlBackend::new(move |clock| PostgresStore::connect(&params, clock.clone()))
     }
 }
