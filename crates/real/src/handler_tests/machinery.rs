@@ -171,6 +171,7 @@ fn kv_keys_expire_with_the_clock() {
 
 mod on_sqlite {
     use super::*;
+    use crate::runner::stepped::is_effect;
     use crate::runner::{run_to_reply, Stepped};
     use crate::stores::sqlite::SqliteStore;
 
@@ -212,6 +213,53 @@ mod on_sqlite {
             run_to_reply(&Article, &mut store, &request()),
             Reply::new(409, "{}"),
             "the key stays in_progress, as in the simulated store"
+        );
+    }
+    /// Runs `Article` on a new connection up to its payment's commit, then makes that commit fail (`lost`:
+    /// made, its answer lost; else not made); the run, answered (its connection still open).
+    fn fail_the_payment_commit(
+        path: &std::path::Path,
+        lost: bool,
+    ) -> Stepped<Article, SqliteStore> {
+        let store = SqliteStore::open(path, Clock::default()).unwrap();
+        let mut running = Stepped::new(Article, store, request());
+        running.run_until(is_effect).unwrap();
+        while running.next() != Next::Call(Call::Commit) {
+            running.step().unwrap();
+        }
+        assert!(if lost {
+            running.lose_next_answer()
+        } else {
+            running.fail_next()
+        });
+        assert_eq!(running.run_to_reply(), Reply::new(500, "{}"));
+        running
+    }
+
+    #[test]
+    fn a_failed_commit_loses_the_transaction_and_a_lost_answer_does_not() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("handler.db");
+        SqliteStore::create(&path).unwrap();
+        let _failed = fail_the_payment_commit(&path, false);
+        let mut other = SqliteStore::open(&path, Clock::default()).unwrap();
+        assert_eq!(other.effects("payments").unwrap().len(), 0);
+        // The failed commit's write lock is gone with its transaction: another writer goes on at once.
+        let second = Request {
+            key: "k2".into(),
+            ..request()
+        };
+        assert_eq!(run_to_reply(&Article, &mut other, &second).status, 201);
+
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("handler.db");
+        SqliteStore::create(&path).unwrap();
+        let _lost = fail_the_payment_commit(&path, true);
+        let other = SqliteStore::open(&path, Clock::default()).unwrap();
+        assert_eq!(
+            other.effects("payments").unwrap().len(),
+            1,
+            "the commit was made; only its answer was lost"
         );
     }
 }
