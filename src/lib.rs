@@ -112,7 +112,7 @@ pub use retrylab_worlds::{builtin, input, protocol, spec};
 /// The handler API and world (`retrylab_worlds::handler`), with the real stores and the runner beside it.
 pub mod handler {
     #[cfg(feature = "real")]
-    pub use retrylab_real::runner::{drive, lockstep};
+    pub use retrylab_real::runner::lockstep;
     #[cfg(feature = "real")]
     pub use retrylab_real::stores::{postgres, sqlite};
     pub use retrylab_worlds::handler::*;

@@ -9,7 +9,8 @@ use retrylab::handler::designs::article::{self, ArticleKnobs, ClaimOutcome};
 use retrylab::handler::designs::Article;
 use retrylab::handler::{Clock, Handler, Reply, Request};
 use retrylab::protocol::{status, Claim, Lease};
-use retrylab::real::{run_now, Lock, MemoryStore, Tables};
+use retrylab::real::{Lock, MemoryStore, Tables};
+use retrylab::runner::run_now;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 

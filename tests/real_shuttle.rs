@@ -6,7 +6,8 @@
 use retrylab::handler::designs::{article, ArticleKnobs};
 use retrylab::handler::{Clock, Handler, Reply, Request};
 use retrylab::protocol::{status, Claim, FingerprintPolicy, Lease, OnError, ProtocolConfig};
-use retrylab::real::{run_now, Lock, MemoryStore, Tables};
+use retrylab::real::{Lock, MemoryStore, Tables};
+use retrylab::runner::run_now;
 use shuttle::scheduler::{PctScheduler, RandomScheduler, Scheduler};
 use shuttle::{Config, Runner};
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -7,8 +7,8 @@ use retrylab::handler::sqlite::SqliteStore;
 use retrylab::handler::{Clock, Handler, Reply, Request, Store};
 use retrylab::protocol::{status, Claim, Decision, Lease, OnError};
 use retrylab::real::article::{article_request, run_article};
-use retrylab::real::stepped::{is_effect, is_transaction_end};
-use retrylab::real::{run_now, Stepped};
+use retrylab::runner::stepped::{is_effect, is_transaction_end};
+use retrylab::runner::{run_now, Stepped};
 use std::path::{Path, PathBuf};
 
 const LEASE_MS: u64 = 30_000;

@@ -1,7 +1,8 @@
 //! retrylab's real side: the protocol and the handlers run as real code on real stores and real servers.
 //!
-//! - [`stores`]: the store interface on memory, SQLite and PostgreSQL.
-//! - [`runner`]: handlers run one call at a time on a real store, driven by a checker trace.
+//! - [`stores`]: the store interface on memory, SQLite and PostgreSQL (one shared SQL shape), keys in Redis.
+//! - [`runner`]: handlers run one call at a time on a real store (the one step-by-step runner), and a handler
+//!   world's trace driven on a real database in lockstep.
 //! - [`real`]: the built-in world's traces replayed on real stores through the article handler.
 //! - [`stack`] (feature `stack`): `retrylab serve`, the retrying client, the proxy, `probe`, `load`;
 //!   [`graybox`]: the wire-level gate that makes a running service's every statement a step.

@@ -225,11 +225,11 @@ fn every_store_numbers_named_calls_per_name_and_answers_a_repeated_key_with_the_
     let path = folder.path().join("calls.db");
     crate::stores::sqlite::SqliteStore::create(&path).unwrap();
     let mut sqlite = crate::stores::sqlite::SqliteStore::open(&path, Clock::default()).unwrap();
-    let reply = crate::runner::drive::run_to_reply(&NamedCalls, &mut sqlite, &request);
+    let reply = crate::runner::run_to_reply(&NamedCalls, &mut sqlite, &request);
     assert_eq!(reply.body, expected);
     assert_eq!(sqlite.calls_total().unwrap(), 4);
     let memory = std::sync::Arc::new(MemoryStore::<StdLock<Tables>>::new(Clock::default()));
-    let reply = crate::runner::drive::run_to_reply(&NamedCalls, &mut memory.connect(), &request);
+    let reply = crate::runner::run_to_reply(&NamedCalls, &mut memory.connect(), &request);
     assert_eq!(reply.body, expected);
     assert_eq!(memory.snapshot().calls.len(), 4);
 }

@@ -171,7 +171,8 @@ fn kv_keys_expire_with_the_clock() {
 
 mod on_sqlite {
     use super::*;
-    use crate::runner::drive::{run_to_reply, Running};
+    use crate::runner::stepped::is_effect;
+    use crate::runner::{run_to_reply, Stepped};
     use crate::stores::sqlite::SqliteStore;
 
     #[test]
@@ -199,12 +200,12 @@ mod on_sqlite {
         SqliteStore::create(&path).unwrap();
         {
             let store = SqliteStore::open(&path, Clock::default()).unwrap();
-            let mut running = Running::start(&Article, store, request());
+            let mut running = Stepped::new(Article, store, request());
             // begin, insert, get, commit, begin, insert-effect: then the process dies.
             for _ in 0..6 {
-                assert!(running.step(false).is_none());
+                assert!(running.step().is_ok());
             }
-            assert_eq!(running.calls(), 6);
+            assert_eq!(running.answered().len(), 6);
         }
         let mut store = SqliteStore::open(&path, Clock::default()).unwrap();
         assert_eq!(store.effects("payments").unwrap().len(), 0);
@@ -214,11 +215,58 @@ mod on_sqlite {
             "the key stays in_progress, as in the simulated store"
         );
     }
+    /// Runs `Article` on a new connection up to its payment's commit, then makes that commit fail (`lost`:
+    /// made, its answer lost; else not made); the run, answered (its connection still open).
+    fn fail_the_payment_commit(
+        path: &std::path::Path,
+        lost: bool,
+    ) -> Stepped<Article, SqliteStore> {
+        let store = SqliteStore::open(path, Clock::default()).unwrap();
+        let mut running = Stepped::new(Article, store, request());
+        running.run_until(is_effect).unwrap();
+        while running.next() != Next::Call(Call::Commit) {
+            running.step().unwrap();
+        }
+        assert!(if lost {
+            running.lose_next_answer()
+        } else {
+            running.fail_next()
+        });
+        assert_eq!(running.run_to_reply(), Reply::new(500, "{}"));
+        running
+    }
+
+    #[test]
+    fn a_failed_commit_loses_the_transaction_and_a_lost_answer_does_not() {
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("handler.db");
+        SqliteStore::create(&path).unwrap();
+        let _failed = fail_the_payment_commit(&path, false);
+        let mut other = SqliteStore::open(&path, Clock::default()).unwrap();
+        assert_eq!(other.effects("payments").unwrap().len(), 0);
+        // The failed commit's write lock is gone with its transaction: another writer goes on at once.
+        let second = Request {
+            key: "k2".into(),
+            ..request()
+        };
+        assert_eq!(run_to_reply(&Article, &mut other, &second).status, 201);
+
+        let folder = tempfile::tempdir().unwrap();
+        let path = folder.path().join("handler.db");
+        SqliteStore::create(&path).unwrap();
+        let _lost = fail_the_payment_commit(&path, true);
+        let other = SqliteStore::open(&path, Clock::default()).unwrap();
+        assert_eq!(
+            other.effects("payments").unwrap().len(),
+            1,
+            "the commit was made; only its answer was lost"
+        );
+    }
 }
 
 mod on_postgres {
     use super::*;
-    use crate::runner::drive::{run_to_reply, Running};
+    use crate::runner::{run_to_reply, Stepped};
     use crate::servers::postgres::TempPostgres;
     use crate::stores::postgres::PostgresStore;
 
@@ -245,9 +293,9 @@ mod on_postgres {
             ..request()
         };
         {
-            let mut running = Running::start(&Article, connect(), second.clone());
+            let mut running = Stepped::new(Article, connect(), second.clone());
             for _ in 0..6 {
-                assert!(running.step(false).is_none());
+                assert!(running.step().is_ok());
             }
         }
         assert_eq!(store.effects("payments").unwrap().len(), 1);

@@ -269,7 +269,7 @@ fn request() -> Request {
 
 #[test]
 fn scan_gives_byte_order_on_sqlite() {
-    use crate::runner::drive::run_to_reply;
+    use crate::runner::run_to_reply;
     use crate::stores::sqlite::SqliteStore;
     let folder = tempfile::tempdir().unwrap();
     let path = folder.path().join("scan.db");
@@ -283,7 +283,7 @@ fn scan_gives_byte_order_on_sqlite() {
 /// `B`. (This machine has only C locales, so the test server's own collation is bytewise too.)
 #[test]
 fn scan_gives_byte_order_on_postgres() {
-    use crate::runner::drive::run_to_reply;
+    use crate::runner::run_to_reply;
     use crate::stores::postgres::PostgresStore;
     let Some(server) = crate::servers::postgres::TempPostgres::start() else {
         return;

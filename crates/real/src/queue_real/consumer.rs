@@ -8,10 +8,10 @@
 //! completion, respond), one store transaction at most per step, so that a checker trace can be replayed step by
 //! step and a crash can fall between any two. In production `run` takes the steps one after the other.
 
-use super::ready;
 use crate::handler::{Reply, Store, StoreError, StoreResult};
 use crate::protocol::queue::{self, Commit, OnDelivery};
 use crate::protocol::{status, DedupKey, Inbox, Provider};
+use crate::runner::run_now;
 
 /// The consumer's inbox table (keys: the dedup key of processed deliveries).
 pub const INBOX: &str = "inbox";
@@ -120,7 +120,7 @@ impl<S: Store> Consumer<S> {
                     Provider::NotIdempotent => None,
                     Provider::None => unreachable!("no provider step without a provider"),
                 };
-                ready(
+                run_now(
                     self.store
                         .provider_charge(key.as_deref(), &self.delivery.body),
                 )?;
@@ -154,8 +154,8 @@ impl<S: Store> Consumer<S> {
     /// written first, so that the database really rolls an effect back (the model's effect is uncommitted there).
     pub fn crash(mut self) {
         if self.phase == Phase::Commit {
-            let _ = ready(self.store.begin());
-            let _ = ready(self.store.insert_effect(EFFECTS, &self.delivery.event_id));
+            let _ = run_now(self.store.begin());
+            let _ = run_now(self.store.insert_effect(EFFECTS, &self.delivery.event_id));
         }
         drop(self);
     }
@@ -163,20 +163,20 @@ impl<S: Store> Consumer<S> {
     /// Look the delivery up; commit the rows an inbox placement commits before the effect.
     fn claim(&mut self, before_effect: &[Commit]) -> StoreResult<Option<Reply>> {
         if self.design.inbox != Inbox::None {
-            ready(self.store.begin())?;
-            let found = ready(self.store.get(INBOX, &self.key))?.is_some();
+            run_now(self.store.begin())?;
+            let found = run_now(self.store.get(INBOX, &self.key))?.is_some();
             if queue::on_delivery(self.design.inbox, found) == OnDelivery::AckWithoutProcessing {
-                ready(self.store.commit())?;
+                run_now(self.store.commit())?;
                 return Ok(Some(Reply::new(status::OK_REPLAY, "")));
             }
             for commit in before_effect {
                 debug_assert!(commit.inbox_row && !commit.effect);
-                ready(
+                run_now(
                     self.store
                         .insert_if_absent(INBOX, &self.key, &self.delivery.event_id),
                 )?;
             }
-            ready(self.store.commit())?;
+            run_now(self.store.commit())?;
         }
         self.phase = match self.design.provider {
             Provider::None => Phase::Effect,
@@ -192,20 +192,20 @@ impl<S: Store> Consumer<S> {
         commit: Commit,
         later: Option<&Commit>,
     ) -> StoreResult<Option<Reply>> {
-        ready(self.store.begin())?;
-        ready(self.store.insert_effect(EFFECTS, &self.delivery.event_id))?;
+        run_now(self.store.begin())?;
+        run_now(self.store.insert_effect(EFFECTS, &self.delivery.event_id))?;
         if commit.inbox_row {
-            let inserted = ready(self.store.insert_if_absent(
+            let inserted = run_now(self.store.insert_if_absent(
                 INBOX,
                 &self.key,
                 &self.delivery.event_id,
             ))?;
             if commit.refused(!inserted) {
-                ready(self.store.rollback())?;
+                run_now(self.store.rollback())?;
                 return Ok(Some(Reply::new(status::OK_REPLAY, "")));
             }
         }
-        ready(self.store.commit())?;
+        run_now(self.store.commit())?;
         self.phase = match later {
             Some(later) if later.inbox_row => Phase::CompleteRow,
             Some(_) => {
@@ -220,12 +220,12 @@ impl<S: Store> Consumer<S> {
 
     /// After-effect: the row in a transaction of its own (an upsert: it cannot undo the effect).
     fn commit_row_alone(&mut self) -> StoreResult<()> {
-        ready(self.store.begin())?;
-        ready(
+        run_now(self.store.begin())?;
+        run_now(
             self.store
                 .insert_if_absent(INBOX, &self.key, &self.delivery.event_id),
         )?;
-        ready(self.store.commit())
+        run_now(self.store.commit())
     }
 }
 

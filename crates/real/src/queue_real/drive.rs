@@ -378,31 +378,8 @@ impl<B: Backend> Driver<'_, B> {
             true => Some(EVENT_ID.to_string()),
             false => self.message_id(),
         };
-        let mut waited = String::new();
-        if let Some(stored) = id.as_ref().and_then(|id| self.stored_at.get(id)).copied() {
-            // Without producer dedup the window is the least JetStream has, and a relay's restart outlasts it.
-            if late || config.producer_dedup == ProducerDedup::None {
-                self.wait_until(stored + self.window + self.timing.margin, None)?;
-                waited = format!(" after the {:?} window ran out", self.window);
-            } else if stored.elapsed() + self.timing.margin >= self.window {
-                return Err(format!(
-                    "the republish the model keeps inside the window comes {:?} after the first, window {:?}",
-                    stored.elapsed(),
-                    self.window
-                ));
-            }
-        }
-        let body = self.body();
-        let published = if relay {
-            let mut store = self.backend.connect().map_err(|e| e.to_string())?;
-            let run = relay::relay_once(&mut store, &mut self.queue, Failpoint::None)?;
-            match run.published[..] {
-                [(_, published)] => published,
-                _ => return Err(format!("the restarted relay published {:?}", run.published)),
-            }
-        } else {
-            self.queue.publish(EVENT_ID, id.as_deref(), &body)?
-        };
+        let waited = self.wait_for_window(id.as_deref(), late)?;
+        let published = self.publish_again(relay, id.as_deref())?;
         if published.duplicate == accepted_by_model {
             return Err(format!(
                 "the broker answered duplicate={}, the model {}",
@@ -430,6 +407,42 @@ impl<B: Backend> Driver<'_, B> {
             self.stored_at.insert(id, Instant::now());
         }
         Ok(what)
+    }
+
+    /// Before a republish of message id `id`: wait the window out if the model has the republish come after it
+    /// (`late`, or no producer dedup); or check that it still comes inside it. What was waited, for the log.
+    fn wait_for_window(&mut self, id: Option<&str>, late: bool) -> Result<String, String> {
+        let Some(stored) = id.and_then(|id| self.stored_at.get(id)).copied() else {
+            return Ok(String::new());
+        };
+        // Without producer dedup the window is the least JetStream has, and a relay's restart outlasts it.
+        if late || self.world.server().config().producer_dedup == ProducerDedup::None {
+            self.wait_until(stored + self.window + self.timing.margin, None)?;
+            return Ok(format!(" after the {:?} window ran out", self.window));
+        }
+        if stored.elapsed() + self.timing.margin >= self.window {
+            return Err(format!(
+                "the republish the model keeps inside the window comes {:?} after the first, window {:?}",
+                stored.elapsed(),
+                self.window
+            ));
+        }
+        Ok(String::new())
+    }
+
+    /// The producer's second publish: the restarted relay publishing the row still unsent, or the client
+    /// publishing again with message id `id`.
+    fn publish_again(&mut self, relay: bool, id: Option<&str>) -> Result<relay::Published, String> {
+        if !relay {
+            let body = self.body();
+            return self.queue.publish(EVENT_ID, id, &body);
+        }
+        let mut store = self.backend.connect().map_err(|e| e.to_string())?;
+        let run = relay::relay_once(&mut store, &mut self.queue, Failpoint::None)?;
+        match run.published[..] {
+            [(_, published)] => Ok(published),
+            _ => Err(format!("the restarted relay published {:?}", run.published)),
+        }
     }
 
     fn deliver(&mut self, request: crate::builtin::Request, proc: u8) -> Result<String, String> {

@@ -14,16 +14,3 @@ pub mod consumer;
 pub mod drive;
 mod outcome;
 pub mod relay;
-
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
-/// The result of a store call on a real database, whose calls complete at once (`Store`'s methods are async
-/// so that the checker can interleave them; a real connection never waits inside one).
-pub(crate) fn ready<T>(call: impl Future<Output = T>) -> T {
-    match pin!(call).poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(value) => value,
-        Poll::Pending => panic!("a real store's call did not complete at once"),
-    }
-}

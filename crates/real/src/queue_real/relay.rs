@@ -5,8 +5,8 @@
 //! (a `Nats-Msg-Id` equal to the row's event id, inside the stream's duplicate window) or the consumer's inbox
 //! must absorb (docs/src/domain.md section 5).
 
-use super::ready;
 use crate::handler::{Store, StoreError, StoreResult};
+use crate::runner::run_now;
 use serde::{Deserialize, Serialize};
 
 /// The producer's outbox table: key the event id, value an `OutboxRow`.
@@ -73,25 +73,25 @@ pub fn enqueue<S: Store>(store: &mut S, event_id: &str, body: &str) -> StoreResu
         body: body.to_string(),
         sent: false,
     };
-    ready(store.begin())?;
-    let inserted = ready(store.insert_if_absent(OUTBOX, event_id, &row.text()))?;
-    ready(store.commit())?;
+    run_now(store.begin())?;
+    let inserted = run_now(store.insert_if_absent(OUTBOX, event_id, &row.text()))?;
+    run_now(store.commit())?;
     Ok(inserted)
 }
 
 /// The committed rows not yet marked sent, in event-id order.
 fn unsent<S: Store>(store: &mut S) -> StoreResult<Vec<(String, OutboxRow)>> {
-    ready(store.begin())?;
+    run_now(store.begin())?;
     let mut rows = Vec::new();
-    for key in ready(store.scan(OUTBOX))? {
+    for key in run_now(store.scan(OUTBOX))? {
         let text =
-            ready(store.get(OUTBOX, &key))?.ok_or_else(|| refused("a scanned row vanished"))?;
+            run_now(store.get(OUTBOX, &key))?.ok_or_else(|| refused("a scanned row vanished"))?;
         let row: OutboxRow = serde_json::from_str(&text).map_err(refused)?;
         if !row.sent {
             rows.push((key, row));
         }
     }
-    ready(store.commit())?;
+    run_now(store.commit())?;
     Ok(rows)
 }
 
@@ -121,8 +121,8 @@ fn mark_sent<S: Store>(store: &mut S, event_id: &str, row: &OutboxRow) -> StoreR
         sent: true,
         ..row.clone()
     };
-    ready(store.begin())?;
-    let marked = ready(store.update(OUTBOX, event_id, &sent.text(), Some(&row.text())))?;
-    ready(store.commit())?;
+    run_now(store.begin())?;
+    let marked = run_now(store.update(OUTBOX, event_id, &sent.text(), Some(&row.text())))?;
+    run_now(store.commit())?;
     Ok(marked)
 }

@@ -2,9 +2,9 @@
 //! key, then a repeat, then a changed body. Used by `examples/article_sqlite.rs` (which prints it) and by
 //! `tests/real_sqlite.rs` (which checks it).
 
-use super::run_now;
 use crate::handler::designs::article::{self, ArticleKnobs, ClaimOutcome};
 use crate::handler::{Clock, Reply, Request, StoreResult};
+use crate::runner::run_now;
 use crate::stores::sqlite::SqliteStore;
 use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex};

@@ -3,7 +3,7 @@
 //! becomes calls the handler makes on a real store, step by step, and the two are compared after every step. The
 //! protocol's decisions live in the handler alone; this module only maps the model's steps onto its calls.
 //!
-//! Each process runs the handler by replay (`handler::next_step`): the driver sees every call before it makes
+//! Each process runs the handler by `crate::runner`'s `Stepped` (replay, `handler::next_step`): the driver sees every call before it makes
 //! it, so it can stop at the model's step boundaries, which are the handler's transaction boundaries:
 //! - `DeliverRequest { request, proc }`: process `proc` starts the handler (no call yet);
 //! - `Step { proc }` at `Claim`: the claim's transaction (`now`, `BEGIN` .. `COMMIT`); a handler that then
@@ -25,7 +25,6 @@
 //! key's record must match (in_progress, or completed with the same status and payment), every answer must equal
 //! the model's (status and payment id), and every handler must be at the model's step.
 
-use super::stepped::{is_effect, is_transaction_end, Stepped};
 use crate::builtin::{
     Action, Event, HttpWorld, JobStep, Key, OpRef, Payment, Proc, RecordStatus, State, World,
 };
@@ -34,18 +33,9 @@ use crate::handler::replay::Next;
 use crate::handler::{Answer, Call, Reply, Request, Store, StoreError};
 use crate::protocol::{status, Lease};
 use crate::runner::lockstep::Backend;
+use crate::runner::run_now;
+use crate::runner::stepped::{is_effect, is_transaction_end, Stepped};
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
-
-/// Run a future whose awaits all complete at once (a real store's calls) to its output.
-pub fn run_now<F: Future>(future: F) -> F::Output {
-    match pin!(future).poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("awaited something that is not a real store's call"),
-    }
-}
 
 /// Where a real handler is; mirrors the model's `JobStep`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

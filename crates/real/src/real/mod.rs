@@ -6,19 +6,16 @@
 //! - [`article`]: the article's script (five parallel requests, a repeat, a changed body) on real SQLite, with
 //!   the library's article handler.
 //! - [`drive`]: the built-in world's traces replayed on a real store through the same handler, with the world's
-//!   knobs; [`stepped`]: a handler run on a real store one call at a time, which it and the tests use.
+//!   knobs, one call at a time by `crate::runner`'s [`Stepped`](crate::runner::Stepped).
 //!
 //! No decision of the protocol is made here: the handler (`handler::designs::article`) asks `crate::protocol`.
 
 pub mod article;
 pub mod drive;
 mod lock;
-pub mod stepped;
 
 pub use crate::stores::memory::{MemoryConnection, MemoryStore, Tables};
-pub use drive::run_now;
 pub use lock::{Lock, StdLock};
-pub use stepped::Stepped;
 
 use crate::handler::api::{Clock, StoreResult};
 use std::sync::Arc;

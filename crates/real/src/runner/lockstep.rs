@@ -1,15 +1,19 @@
 //! A handler world's trace (a counterexample, a walk) driven against a real database in lockstep: each process
-//! is a live handler future over its own connection, making one call when the trace says so; a crash drops the
-//! future and its connection with whatever transaction was open; a pause moves the database's logical clock as
+//! is a handler run ([`Stepped`]) over its own connection, making one call when the trace says so; a crash drops
+//! the run and its connection with whatever transaction was open; a pause moves the database's logical clock as
 //! the model's moved. After every step the real effect count must equal the model's, and every reply sent must be
 //! the model's: the same handler code, the same outcome, at the same step. Background workers run the same way,
 //! each on its own connection: a wake starts its run, a crash drops it.
 
+use super::stepped::Stepped;
 use crate::check::Model;
-use crate::handler::api::{Activation, Clock, Handler, Reply, Store, StoreResult, Worker};
+use crate::handler::api::{Activation, Clock, Handler, Reply, Request, Store, StoreResult, Worker};
 use crate::handler::lost::Failure;
 use crate::handler::world::{no_request, HandlerAction, HandlerState, HandlerWorld, Message};
-use crate::runner::drive::{Running, Turn};
+use crate::stores::postgres::{Postgres, PostgresStore};
+use crate::stores::sql::{SqlConnection, SqlStore};
+use crate::stores::sqlite::{Sqlite, SqliteStore};
+use std::path::Path;
 
 /// A real database the trace runs on.
 pub trait Backend {
@@ -41,6 +45,24 @@ pub struct Lockstep {
     pub calls_per_step: Vec<usize>,
 }
 
+/// The code a process runs: the world's handler on a request, or a background worker's activation.
+enum Code<'a, H, W> {
+    Handler(&'a H),
+    Worker(&'a W),
+}
+
+impl<H: Handler, W: Worker> Handler for Code<'_, H, W> {
+    async fn handle<S: Store>(&self, store: &mut S, request: &Request) -> Reply {
+        match self {
+            Code::Handler(handler) => handler.handle(store, request).await,
+            Code::Worker(worker) => Activation(*worker).handle(store, request).await,
+        }
+    }
+}
+
+/// Each process's run in progress, by process (server processes, then workers).
+type Runs<'a, H, W, S> = Vec<Option<Stepped<Code<'a, H, W>, S>>>;
+
 /// Drive `actions` of `world` against `backend`, step by step; an error names the step where real code and
 /// model parted.
 pub fn drive<H: Handler, W: Worker, B: Backend>(
@@ -48,74 +70,85 @@ pub fn drive<H: Handler, W: Worker, B: Backend>(
     backend: &B,
     actions: &[HandlerAction],
 ) -> Result<Lockstep, String> {
-    let activation = Activation(world.worker_code());
     let mut state: HandlerState = world.init_state();
-    let mut live: Vec<Option<Running>> = (0..state.procs.len()).map(|_| None).collect();
+    let mut runs: Runs<H, W, B::Store> = (0..state.procs.len()).map(|_| None).collect();
     let mut seen = Lockstep::default();
-    let fail = |step: usize, what: String| format!("step {step}: {what}");
     for (index, action) in actions.iter().enumerate() {
         let step = index + 1;
+        let fail = |what: String| format!("step {step}: {what}");
         let model_reply = about_to_reply(&state, action);
         let observed = world.apply(&mut state, action);
         // Time moves with pauses and Retry-After waits: every connection reads the model's clock.
         backend.clock().set_ms(state.store.now_ms);
-        match action {
-            HandlerAction::DeliverRequest {
-                message: Message::Request { from, attempt },
-                proc,
-            } => {
-                let store = backend.connect().map_err(|e| fail(step, e.to_string()))?;
-                let request = world.request_in(&state, *from, *attempt);
-                live[*proc as usize] = Some(Running::start(world.handler_code(), store, request));
-            }
-            HandlerAction::Wake { worker } => {
-                let store = backend.connect().map_err(|e| fail(step, e.to_string()))?;
-                let slot = (world.server_processes() + worker) as usize;
-                live[slot] = Some(Running::start(&activation, store, no_request()));
-            }
-            HandlerAction::Step { proc, .. } => {
-                let running = live[*proc as usize]
-                    .as_mut()
-                    .ok_or_else(|| fail(step, "no handler running".into()))?;
-                let real = running.step(false).cloned();
-                if let Some(model_reply) = &model_reply {
-                    if real.as_ref() != Some(model_reply) {
-                        return Err(fail(
-                            step,
-                            format!("real reply {real:?}, model {model_reply:?}"),
-                        ));
-                    }
-                    if !world.is_worker(*proc) {
-                        seen.replies.push((step, model_reply.clone()));
-                    }
-                    live[*proc as usize] = None;
-                }
-            }
-            HandlerAction::Crash { proc } => live[*proc as usize] = None,
-            HandlerAction::Fail { proc } => {
-                live[*proc as usize]
-                    .as_mut()
-                    .ok_or_else(|| fail(step, "no handler running".into()))?
-                    .step(true);
-            }
-            HandlerAction::CallFault { proc, fault } => {
-                let turn = match world.declared_call_fault(*fault as usize).failure {
-                    Failure::NotMade => Turn::NotMade,
-                    Failure::AnswerLost => Turn::AnswerLost,
-                };
-                live[*proc as usize]
-                    .as_mut()
-                    .ok_or_else(|| fail(step, "no handler running".into()))?
-                    .step_as(turn);
-            }
-            _ => {}
+        let sent = act(world, backend, &state, action, &mut runs, model_reply).map_err(fail)?;
+        if let Some(reply) = sent {
+            seen.replies.push((step, reply));
         }
-        same_counts(backend, &state, &mut seen).map_err(|what| fail(step, what))?;
+        same_counts(backend, &state, &mut seen).map_err(fail)?;
         if observed.has(crate::builtin::Event::DuplicateEffect) {
             seen.model_duplicate_at.get_or_insert(step);
         }
     }
     Ok(seen)
+}
+
+/// The real counterpart of one action on the processes' runs: a delivery or a wake starts a run on a new
+/// connection, a step makes one call (or compares the reply the model sends), a crash drops the run, a fault
+/// fails the next call. The reply a server process sent in this step, if any.
+fn act<'a, H: Handler, W: Worker, B: Backend>(
+    world: &'a HandlerWorld<H, W>,
+    backend: &B,
+    state: &HandlerState,
+    action: &HandlerAction,
+    runs: &mut Runs<'a, H, W, B::Store>,
+    model_reply: Option<Reply>,
+) -> Result<Option<Reply>, String> {
+    match action {
+        HandlerAction::DeliverRequest {
+            message: Message::Request { from, attempt },
+            proc,
+        } => {
+            let store = backend.connect().map_err(|e| e.to_string())?;
+            let request = world.request_in(state, *from, *attempt);
+            let code = Code::Handler(world.handler_code());
+            runs[*proc as usize] = Some(Stepped::new(code, store, request));
+        }
+        HandlerAction::Wake { worker } => {
+            let store = backend.connect().map_err(|e| e.to_string())?;
+            let slot = (world.server_processes() + worker) as usize;
+            let code = Code::Worker(world.worker_code());
+            runs[slot] = Some(Stepped::new(code, store, no_request()));
+        }
+        HandlerAction::Step { proc, .. } => {
+            let real = running(runs, *proc)?.step().err();
+            if let Some(model_reply) = model_reply {
+                if real.as_ref() != Some(&model_reply) {
+                    return Err(format!("real reply {real:?}, model {model_reply:?}"));
+                }
+                runs[*proc as usize] = None;
+                return Ok((!world.is_worker(*proc)).then_some(model_reply));
+            }
+        }
+        HandlerAction::Crash { proc } => runs[*proc as usize] = None,
+        HandlerAction::Fail { proc } => {
+            running(runs, *proc)?.fail_next();
+        }
+        HandlerAction::CallFault { proc, fault } => {
+            let run = running(runs, *proc)?;
+            match world.declared_call_fault(*fault as usize).failure {
+                Failure::NotMade => run.fail_next(),
+                Failure::AnswerLost => run.lose_next_answer(),
+            };
+        }
+        _ => {}
+    }
+    Ok(None)
+}
+
+/// Process `proc`'s run, which a step or a fault needs.
+fn running<T>(runs: &mut [Option<T>], proc: u8) -> Result<&mut T, String> {
+    let run = runs[proc as usize].as_mut();
+    run.ok_or_else(|| "no handler running".to_string())
 }
 
 /// The reply a step is about to send, read before the model moves on (no copy of the whole state).
@@ -163,30 +196,34 @@ fn same_counts<B: Backend>(
     Ok(())
 }
 
-/// SQLite, one file (and its side file), a connection per process, and one more that counts the effects.
-pub struct SqliteBackend {
-    path: std::path::PathBuf,
+/// How a SQL backend opens a connection reading a clock.
+type Connect<C> = dyn Fn(&Clock) -> StoreResult<SqlStore<C>> + Send;
+
+/// A SQL database (`crate::stores::sql`): a connection per process, and one more that counts the effects.
+pub struct SqlBackend<C> {
+    connect: Box<Connect<C>>,
     clock: Clock,
-    observer: crate::stores::sqlite::SqliteStore,
+    observer: SqlStore<C>,
 }
 
-impl SqliteBackend {
-    /// A new database at `path`.
-    pub fn create(path: &std::path::Path) -> StoreResult<SqliteBackend> {
-        crate::stores::sqlite::SqliteStore::create(path)?;
+impl<C: SqlConnection> SqlBackend<C> {
+    /// A backend whose connections `connect` opens (the tables made).
+    fn new(
+        connect: impl Fn(&Clock) -> StoreResult<SqlStore<C>> + Send + 'static,
+    ) -> StoreResult<Self> {
         let clock = Clock::default();
-        Ok(SqliteBackend {
-            path: path.to_path_buf(),
-            observer: crate::stores::sqlite::SqliteStore::open(path, clock.clone())?,
+        Ok(SqlBackend {
+            observer: connect(&clock)?,
+            connect: Box::new(connect),
             clock,
         })
     }
 }
 
-impl Backend for SqliteBackend {
-    type Store = crate::stores::sqlite::SqliteStore;
+impl<C: SqlConnection + 'static> Backend for SqlBackend<C> {
+    type Store = SqlStore<C>;
     fn connect(&self) -> StoreResult<Self::Store> {
-        crate::stores::sqlite::SqliteStore::open(&self.path, self.clock.clone())
+        (self.connect)(&self.clock)
     }
     fn effects(&self) -> StoreResult<usize> {
         self.observer.effects_total()
@@ -202,42 +239,26 @@ impl Backend for SqliteBackend {
     }
 }
 
-/// PostgreSQL, a connection per process, and one more that counts the effects.
-pub struct PostgresBackend {
-    params: String,
-    clock: Clock,
-    observer: std::cell::RefCell<crate::stores::postgres::PostgresStore>,
+/// SQLite, one file (and its side file).
+pub type SqliteBackend = SqlBackend<Sqlite>;
+
+impl SqliteBackend {
+    /// A new database at `path`.
+    pub fn create(path: &Path) -> StoreResult<SqliteBackend> {
+        SqliteStore::create(path)?;
+        let path = path.to_path_buf();
+        SqlBackend::new(move |clock| SqliteStore::open(&path, clock.clone()))
+    }
 }
+
+/// PostgreSQL.
+pub type PostgresBackend = SqlBackend<Postgres>;
 
 impl PostgresBackend {
     /// The database behind `params`, with the tables created.
     pub fn create(params: &str) -> StoreResult<PostgresBackend> {
-        crate::stores::postgres::PostgresStore::create(params)?;
-        let clock = Clock::default();
-        let observer = crate::stores::postgres::PostgresStore::connect(params, clock.clone())?;
-        Ok(PostgresBackend {
-            params: params.to_string(),
-            clock,
-            observer: std::cell::RefCell::new(observer),
-        })
-    }
-}
-
-impl Backend for PostgresBackend {
-    type Store = crate::stores::postgres::PostgresStore;
-    fn connect(&self) -> StoreResult<Self::Store> {
-        crate::stores::postgres::PostgresStore::connect(&self.params, self.clock.clone())
-    }
-    fn effects(&self) -> StoreResult<usize> {
-        self.observer.borrow_mut().effects_total()
-    }
-    fn charges(&self) -> StoreResult<usize> {
-        self.observer.borrow_mut().charges_total()
-    }
-    fn calls(&self) -> StoreResult<usize> {
-        self.observer.borrow_mut().calls_total()
-    }
-    fn clock(&self) -> &Clock {
-        &self.clock
+        PostgresStore::create(params)?;
+        let params = params.to_string();
+        SqlBackend::new(move |clock| PostgresStore::connect(&params, clock.clone()))
     }
 }

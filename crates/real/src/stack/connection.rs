@@ -3,11 +3,10 @@
 //! `--crash-at` failpoint counting the request's store calls.
 
 use super::crash_at::{CrashAt, CRASH_EXIT_CODE};
-use super::redis_kv::RedisKv;
 use crate::handler::{Clock, SetMode, Store, StoreResult};
 use crate::stores::postgres::PostgresStore;
+use crate::stores::redis::RedisKv;
 use crate::stores::sqlite::SqliteStore;
-use std::future::Future;
 use std::path::PathBuf;
 
 /// Where the tables and effects live (`--store`).
@@ -97,16 +96,7 @@ impl Connection {
     /// milliseconds: a warm pool has done that before the first request).
     pub fn warm(&mut self) -> StoreResult<()> {
         self.effects_total()?;
-        {
-            let mut row = std::pin::pin!(self.get("warm", "warm"));
-            match row
-                .as_mut()
-                .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
-            {
-                std::task::Poll::Ready(result) => result.map(drop),
-                std::task::Poll::Pending => unreachable!("the stores answer at once"),
-            }?;
-        }
+        crate::runner::run_now(self.get("warm", "warm"))?;
         self.new_request();
         Ok(())
     }

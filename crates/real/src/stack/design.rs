@@ -6,7 +6,7 @@ use crate::handler::designs::{
 };
 use crate::handler::{Reply, Request, Store};
 use crate::protocol::{Claim, Lease};
-use crate::runner::drive::run_to_reply;
+use crate::runner::run_to_reply;
 
 /// A design served over HTTP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

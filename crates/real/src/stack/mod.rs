@@ -3,7 +3,7 @@
 //!
 //! - [`design`]: the designs `retrylab serve` runs, by name (handlers of `crate::handler::designs`).
 //! - [`service`]: the axum service (`POST /payments`, `GET /payments/count`); [`connection`]: one handler's
-//!   store (SQLite or PostgreSQL, keys in the database or in Redis via [`redis_kv`]), with the
+//!   store (SQLite or PostgreSQL, keys in the database or in Redis via `crate::stores::redis`), with the
 //!   [`crash_at`] failpoint.
 //! - [`client`]: the retrying client (reqwest and `crate::backoff`).
 //! - [`proxy`]: the seeded fault-injecting proxy; [`http`]: HTTP/1.1 by hand for it and the probe.
@@ -17,7 +17,6 @@ pub mod http;
 pub mod load;
 pub mod probe;
 pub mod proxy;
-pub mod redis_kv;
 pub mod server;
 pub mod service;
 

@@ -1,7 +1,9 @@
-//! A handler run on a real store one call at a time by replay (`handler::next_step`): the runner sees each call
-//! before it is made, so it can stop where it likes (at a transaction's end, after the payment is written), make a
-//! call fail instead, or drop the run with its connection (a crash: the open transaction rolls back). The
-//! built-in world's traces (`drive`) and the tests that interleave real handlers use it.
+//! A handler run on a real store one call at a time, by replay (`handler::next_step`): the runner sees each call
+//! before it is made, so it can stop where it likes (at a transaction's end, after the payment is written), make
+//! a call fail instead, make it and lose its answer, or drop the run with its connection (a crash: the open
+//! transaction rolls back). A deterministic handler is a function of its request and the answers so far, so the
+//! run is that pair and the connection; the handler's prefix is re-run at each step (microseconds: handlers make
+//! a few calls).
 
 use super::run_now;
 use crate::handler::replay::{next_step, perform, refused, Next};
@@ -13,6 +15,11 @@ pub struct Stepped<H, C> {
     request: Request,
     answered: Vec<(Call, Answer)>,
     connection: C,
+}
+
+/// What the handler gets for a call that fails (a timeout, a dropped connection, an exception in the driver).
+fn injected() -> Answer {
+    refused("injected failure")
 }
 
 impl<H: Handler, C: Store> Stepped<H, C> {
@@ -30,7 +37,7 @@ impl<H: Handler, C: Store> Stepped<H, C> {
         &self.request
     }
 
-    /// The calls made so far and their answers.
+    /// The calls made (or failed) so far and their answers.
     pub fn answered(&self) -> &[(Call, Answer)] {
         &self.answered
     }
@@ -75,13 +82,29 @@ impl<H: Handler, C: Store> Stepped<H, C> {
         }
     }
 
-    /// The handler's next call fails instead of being made (a timeout, a dropped connection, an exception in the
-    /// driver); false if it has already answered.
+    /// The handler's next call fails instead of being made; false if it has already answered. A commit that
+    /// fails loses the transaction, as in the simulated store: the connection rolls it back.
     pub fn fail_next(&mut self) -> bool {
         match self.next() {
             Next::Reply(_) => false,
             Next::Call(call) => {
-                self.answered.push((call, refused("injected failure")));
+                if call == Call::Commit {
+                    let _ = run_now(self.connection.rollback());
+                }
+                self.answered.push((call, injected()));
+                true
+            }
+        }
+    }
+
+    /// The handler's next call is made, and the handler gets the same error as for `fail_next` (a timeout: it
+    /// cannot tell which); false if it has already answered.
+    pub fn lose_next_answer(&mut self) -> bool {
+        match self.next() {
+            Next::Reply(_) => false,
+            Next::Call(call) => {
+                let _ = run_now(perform(&mut self.connection, &call));
+                self.answered.push((call, injected()));
                 true
             }
         }
