@@ -5,6 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::table::{Align, Markdown};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ClaimVerdict {
@@ -73,24 +75,20 @@ pub fn verdict_of(claims: &[Claim], prefix: &str) -> Option<ClaimVerdict> {
         .map(|claim| claim.verdict)
 }
 
-/// A Markdown cell: no line breaks, no unescaped column separator.
-fn cell(text: &str) -> String {
-    text.replace('\n', " ").replace('|', "\\|")
-}
-
 /// The claims as a Markdown table (claim, verdict, criterion, evidence).
 pub fn markdown_table(claims: &[Claim]) -> String {
-    let mut table = String::from("| claim | verdict | criterion | evidence |\n|---|---|---|---|\n");
+    let mut table = Markdown::new(
+        ["claim", "verdict", "criterion", "evidence"].map(|title| (title, Align::Text)),
+    );
     for claim in claims {
-        table += &format!(
-            "| {} | **{}** | {} | {} |\n",
-            cell(&claim.statement),
-            claim.verdict.label(),
-            cell(&claim.criterion),
-            cell(&claim.evidence)
-        );
+        table.row([
+            claim.statement.clone(),
+            format!("**{}**", claim.verdict.label()),
+            claim.criterion.clone(),
+            claim.evidence.clone(),
+        ]);
     }
-    table
+    table.finish()
 }
 
 #[cfg(test)]

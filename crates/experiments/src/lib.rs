@@ -5,9 +5,12 @@
 //!
 //! - [`grid`]: the [`Experiment`] trait (cells, one run, the stream of a run, the report) and
 //!   [`sweep`], which runs every cell.
-//! - [`table`]: CSV text from rows (headers derived from the row struct's fields) and the
-//!   fixed-decimal formats of the committed files.
-//! - [`claim`]: a claim, its verdict and the Markdown table of claims.
+//! - [`table`]: CSV text from rows (headers derived from the row struct's fields), the
+//!   fixed-decimal formats of the committed files, and [`table::Markdown`], the one writer of
+//!   every README table.
+//! - [`claim`]: a claim, its verdict and the Markdown table of claims. Each experiment's claims
+//!   module makes every comparison of the experiment once (typed findings, then claims); its
+//!   README only renders those findings, the claims and tables.
 //! - [`output`]: what an experiment writes (tables, charts, claims, README) and the writer.
 //! - [`cli`] (features `cli` and `plot`): the one `main` of the experiment binaries.
 //! - [`index`]: `results/README.md`, the index of every experiment's committed results.

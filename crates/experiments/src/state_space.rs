@@ -3,14 +3,13 @@
 //! incomplete past the state bound), so the output is the same on every machine; times are not
 //! written. Not a seeded experiment: every search is exhaustive.
 
-use std::fmt::Write as _;
-
 use serde::Serialize;
 
 use crate::builtin::{Faults, World, WorldBuilder};
 use crate::check::Model as _;
 use crate::output::Output;
 use crate::plot::{BandPoint, LineChart, Scale, Series};
+use crate::table::{Align, Markdown};
 
 /// One search: a dimension's value, with or without symmetry reduction.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -90,6 +89,21 @@ pub fn search(base: &World, states_max: u64, on_search: &dyn Fn(&Row)) -> Vec<Ro
     rows
 }
 
+/// The dimensions varied: (name in `summary.csv`, chart x label, chart file stem).
+const DIMENSIONS: [(&str, &str, &str); 3] = [
+    ("clients", "clients (count)", "clients"),
+    (
+        "max-attempts",
+        "max attempts per operation (count)",
+        "attempts",
+    ),
+    (
+        "faults",
+        "fault kinds switched on (count: crash, lost response, duplicate, early timeout)",
+        "faults",
+    ),
+];
+
 /// `summary.csv`, a chart per dimension and the README.
 pub fn report(rows: &[Row]) -> Result<Output, String> {
     let mut output = Output::default();
@@ -98,70 +112,23 @@ pub fn report(rows: &[Row]) -> Result<Output, String> {
         "# State-space growth\n\nUnique states of the article's model (`models/article-sqlite.toml`: 2 clients, 2 server \
          processes, 3 attempts, one crash, one lost response, one duplicated request, one early timeout), varying \
          one dimension at a time, explored exhaustively with and without symmetry reduction (clients and server \
-         processes relabelled into a canonical order). Regenerate with `cargo run --release --bin state-space`.\n\n\
-         | dimension | value | states | states with symmetry | saving |\n|---|---|---|---|---|\n",
+         processes relabelled into a canonical order). Regenerate with `cargo run --release --bin state-space`.\n\n",
     );
-    for (dimension, x_label, stem) in [
-        ("clients", "clients (count)", "clients"),
-        (
-            "max-attempts",
-            "max attempts per operation (count)",
-            "attempts",
-        ),
-        (
-            "faults",
-            "fault kinds switched on (count: crash, lost response, duplicate, early timeout)",
-            "faults",
-        ),
-    ] {
-        let mut chart = LineChart::new(
-            format!("Unique states against {dimension}"),
-            x_label,
-            "unique states (count, log scale)",
-        );
-        chart.y_scale = Scale::Log;
-        for (index, symmetry) in [false, true].into_iter().enumerate() {
-            let points = rows
-                .iter()
-                .filter(|row| row.dimension == dimension && row.symmetry == symmetry)
-                .map(|row| BandPoint::exact(f64::from(row.value), row.states.max(1) as f64))
-                .collect();
-            let label = if symmetry {
-                "with symmetry reduction"
-            } else {
-                "without reduction"
-            };
-            chart.series.push(Series::new(label, index, points));
-        }
-        output.chart(stem, chart);
-        let full: Vec<&Row> = rows
-            .iter()
-            .filter(|row| row.dimension == dimension && !row.symmetry)
-            .collect();
-        for plain in full {
-            let reduced = rows
-                .iter()
-                .find(|row| row.dimension == dimension && row.symmetry && row.value == plain.value)
-                .expect("both runs exist");
-            let mark = |row: &Row| {
-                if row.complete {
-                    String::new()
-                } else {
-                    " (incomplete: at least)".to_string()
-                }
-            };
-            let _ = writeln!(
-                readme,
-                "| {dimension} | {} | {}{} | {}{} | {:.1}x |",
-                plain.value,
-                plain.states,
-                mark(plain),
-                reduced.states,
-                mark(reduced),
-                plain.states as f64 / reduced.states.max(1) as f64
-            );
-        }
+    let mut table = Markdown::new(
+        [
+            "dimension",
+            "value",
+            "states",
+            "states with symmetry",
+            "saving",
+        ]
+        .map(|title| (title, Align::Text)),
+    );
+    for (dimension, x_label, stem) in DIMENSIONS {
+        output.chart(stem, chart(rows, dimension, x_label));
+        saving_rows(rows, dimension, &mut table);
     }
+    readme += &table.finish();
     readme.push_str(
         "\nCharts: `clients.svg`/`.png`, `attempts.svg`/`.png`, `faults.svg`/`.png`. A count marked incomplete hit \
          the `--max-states` bound and is a lower bound. The saving grows with the number of interchangeable \
@@ -171,4 +138,56 @@ pub fn report(rows: &[Row]) -> Result<Output, String> {
     );
     output.text("README.md", readme);
     Ok(output)
+}
+
+/// Unique states against one dimension, without and with symmetry reduction.
+fn chart(rows: &[Row], dimension: &str, x_label: &str) -> LineChart {
+    let mut chart = LineChart::new(
+        format!("Unique states against {dimension}"),
+        x_label,
+        "unique states (count, log scale)",
+    );
+    chart.y_scale = Scale::Log;
+    for (index, symmetry) in [false, true].into_iter().enumerate() {
+        let points = rows
+            .iter()
+            .filter(|row| row.dimension == dimension && row.symmetry == symmetry)
+            .map(|row| BandPoint::exact(f64::from(row.value), row.states.max(1) as f64))
+            .collect();
+        let label = if symmetry {
+            "with symmetry reduction"
+        } else {
+            "without reduction"
+        };
+        chart.series.push(Series::new(label, index, points));
+    }
+    chart
+}
+
+/// A row per value of `dimension`: the states without and with reduction, and the saving.
+fn saving_rows(rows: &[Row], dimension: &str, table: &mut Markdown) {
+    let states = |row: &Row| {
+        let mark = if row.complete {
+            ""
+        } else {
+            " (incomplete: at least)"
+        };
+        format!("{}{mark}", row.states)
+    };
+    for plain in rows
+        .iter()
+        .filter(|row| row.dimension == dimension && !row.symmetry)
+    {
+        let reduced = rows
+            .iter()
+            .find(|row| row.dimension == dimension && row.symmetry && row.value == plain.value)
+            .expect("both runs exist");
+        table.row([
+            dimension.to_string(),
+            plain.value.to_string(),
+            states(plain),
+            states(reduced),
+            format!("{:.1}x", plain.states as f64 / reduced.states.max(1) as f64),
+        ]);
+    }
 }

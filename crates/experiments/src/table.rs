@@ -1,9 +1,10 @@
 //! CSV tables from serde rows. A row is a `#[derive(Serialize)]` struct: its field names are the
 //! header, so a column cannot be named in one place and formatted in another. The committed files
 //! show numbers with a fixed count of decimals; the `dp*` functions are those formats, used as
-//! `#[serde(serialize_with = "table::dp3")]`.
+//! `#[serde(serialize_with = "table::dp3")]`. [`Markdown`] is the one writer of the Markdown
+//! tables the READMEs show (claims, summaries), so every table escapes and aligns the same way.
 
-use std::fmt::Display;
+use std::fmt::{Display, Write as _};
 
 use serde::{Serialize, Serializer};
 
@@ -62,6 +63,67 @@ pub fn display<T: Display, S: Serializer>(value: &T, serializer: S) -> Result<S:
     serializer.collect_str(value)
 }
 
+/// How a Markdown column is aligned: text as Markdown's default, numbers to the right.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    Text,
+    Number,
+}
+
+/// A Markdown table built row by row: `| a | b |` lines under a header and an alignment line.
+/// Cells are escaped (no line break, no bare `|`), so a statement or a label cannot break a row.
+#[derive(Clone, Debug)]
+pub struct Markdown {
+    text: String,
+    columns: usize,
+}
+
+impl Markdown {
+    /// A table with these column titles and alignments.
+    pub fn new<H: Display>(header: impl IntoIterator<Item = (H, Align)>) -> Markdown {
+        let (mut titles, mut rule) = (String::from("|"), String::from("|"));
+        let mut columns = 0;
+        for (title, align) in header {
+            let _ = write!(titles, " {} |", escape(&title.to_string()));
+            rule += match align {
+                Align::Text => "---|",
+                Align::Number => "---:|",
+            };
+            columns += 1;
+        }
+        Markdown {
+            text: format!("{titles}\n{rule}\n"),
+            columns,
+        }
+    }
+
+    /// Appends a row; it has one cell per column.
+    pub fn row(&mut self, cells: impl IntoIterator<Item = impl Display>) {
+        let mut count = 0;
+        self.text.push('|');
+        for cell in cells {
+            let _ = write!(self.text, " {} |", escape(&cell.to_string()));
+            count += 1;
+        }
+        self.text.push('\n');
+        debug_assert_eq!(
+            count, self.columns,
+            "a row of {count} cells in a {}-column table",
+            self.columns
+        );
+    }
+
+    /// The table's text, `\n`-terminated.
+    pub fn finish(self) -> String {
+        self.text
+    }
+}
+
+/// A Markdown cell: no line breaks, no unescaped column separator.
+fn escape(text: &str) -> String {
+    text.replace('\n', " ").replace('|', "\\|")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +168,16 @@ mod tests {
              \"with, comma\",2.000,0.05,1500,0,false\n"
         );
         assert_eq!(csv_text::<Row>(&[]).unwrap(), "");
+    }
+
+    #[test]
+    fn markdown_rows_are_escaped_and_aligned() {
+        let mut table = Markdown::new([("name", Align::Text), ("calls", Align::Number)]);
+        table.row(["a | b", "1"]);
+        table.row(["two\nlines".to_string(), format!("{:.1}", 2.0)]);
+        assert_eq!(
+            table.finish(),
+            "| name | calls |\n|---|---:|\n| a \\| b | 1 |\n| two lines | 2.0 |\n"
+        );
     }
 }

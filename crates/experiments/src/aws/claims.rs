@@ -113,10 +113,21 @@ fn time(c: &CellSummary) -> f64 {
 /// Evaluates every claim of the post and its known critiques on the summaries of a sweep.
 pub fn evaluate(cells: &[CellSummary]) -> Vec<Claim> {
     let cols = columns(cells);
-    let mut claims = Vec::new();
+    vec![
+        exponential_loses(&cols),
+        full_and_equal_work(&cols),
+        equal_takes_longer(&cols),
+        full_against_decorrelated(&cols),
+        full_halves_calls_at_100(&cols),
+        growth_claim(cells),
+        no_backoff_fastest(&cols),
+    ]
+}
 
-    claims.push(over_contended(
-        &cols,
+/// Exponential without jitter: more calls and more time than every jittered strategy.
+fn exponential_loses(cols: &[Column<'_>]) -> Claim {
+    over_contended(
+        cols,
         "Exponential backoff without jitter is the clear loser: more work and far more time than the jittered strategies.",
         "at each client count, exponential's mean calls and mean completion time exceed those of equal, full and decorrelated jitter".into(),
         |c| {
@@ -131,10 +142,13 @@ pub fn evaluate(cells: &[CellSummary]) -> Vec<Claim> {
                 c.clients, calls(c.expo), time(c.expo), worst_calls, worst_time, time(c.expo) / worst_time
             )
         },
-    ));
+    )
+}
 
-    claims.push(over_contended(
-        &cols,
+/// Full and equal jitter about the same work, decorrelated more.
+fn full_and_equal_work(cols: &[Column<'_>]) -> Claim {
+    over_contended(
+        cols,
         "Full and equal jitter do about the same work; decorrelated jitter does more.",
         format!(
             "equal's mean calls within {:.0}% of full's, and decorrelated's above both",
@@ -153,10 +167,12 @@ pub fn evaluate(cells: &[CellSummary]) -> Vec<Claim> {
                 calls(c.decor)
             )
         },
-    ));
+    )
+}
 
-    claims.push(over_contended(
-        &cols,
+fn equal_takes_longer(cols: &[Column<'_>]) -> Claim {
+    over_contended(
+        cols,
         "Equal jitter takes much longer to finish than full jitter.",
         format!("equal's mean completion time at least {MUCH_LONGER_RATIO}x full's"),
         |c| time(c.equal) >= MUCH_LONGER_RATIO * time(c.full),
@@ -169,10 +185,14 @@ pub fn evaluate(cells: &[CellSummary]) -> Vec<Claim> {
                 time(c.equal) / time(c.full)
             )
         },
-    ));
+    )
+}
 
+/// Full jitter: fewer calls than decorrelated but more time; where the times are within the
+/// noise, the evidence says so.
+fn full_against_decorrelated(cols: &[Column<'_>]) -> Claim {
     let mut full_vs_decor = over_contended(
-        &cols,
+        cols,
         "Full jitter does less work than decorrelated jitter but takes slightly more time.",
         "full's mean calls below decorrelated's and full's mean completion time above decorrelated's".into(),
         |c| calls(c.full) < calls(c.decor) && time(c.full) > time(c.decor),
@@ -183,7 +203,6 @@ pub fn evaluate(cells: &[CellSummary]) -> Vec<Claim> {
             )
         },
     );
-    // The time difference is small: say where it is within the noise.
     let overlapping: Vec<u32> = cols
         .iter()
         .filter(|c| c.clients >= CONTENTION_CLIENTS_MIN)
@@ -196,39 +215,39 @@ pub fn evaluate(cells: &[CellSummary]) -> Vec<Claim> {
         full_vs_decor.evidence +=
             &format!("; the two times' 95% intervals overlap at N = {overlapping:?}");
     }
-    claims.push(full_vs_decor);
+    full_vs_decor
+}
 
-    claims.push(match cols.iter().find(|c| c.clients == 100) {
-        None => Claim::not_tested(
-            "At 100 clients, full jitter cuts calls by more than half against plain exponential.",
-            "needs the 100-client cells",
+fn full_halves_calls_at_100(cols: &[Column<'_>]) -> Claim {
+    let statement =
+        "At 100 clients, full jitter cuts calls by more than half against plain exponential.";
+    let Some(c) = cols.iter().find(|c| c.clients == 100) else {
+        return Claim::not_tested(statement, "needs the 100-client cells");
+    };
+    let ratio = calls(c.full) / calls(c.expo);
+    // Conservative: the upper end of full's interval against the lower end of exponential's.
+    let conservative = c.full.calls.high() / c.expo.calls.low();
+    Claim {
+        statement: statement.into(),
+        criterion: "mean calls of full jitter below 0.5x exponential's at 100 clients, also comparing the ends of the 95% intervals".into(),
+        verdict: if conservative < 0.5 {
+            ClaimVerdict::Reproduced
+        } else if ratio < 0.5 {
+            ClaimVerdict::Partly
+        } else {
+            ClaimVerdict::NotReproduced
+        },
+        evidence: format!(
+            "full {:.0} ± {:.0} vs exponential {:.0} ± {:.0} calls: ratio {:.2} (interval ends {:.2})",
+            c.full.calls.mean, c.full.calls.ci95, c.expo.calls.mean, c.expo.calls.ci95, ratio, conservative
         ),
-        Some(c) => {
-            let ratio = calls(c.full) / calls(c.expo);
-            // Conservative: the upper end of full's interval against the lower end of exponential's.
-            let conservative = c.full.calls.high() / c.expo.calls.low();
-            Claim {
-                statement: "At 100 clients, full jitter cuts calls by more than half against plain exponential.".into(),
-                criterion: "mean calls of full jitter below 0.5x exponential's at 100 clients, also comparing the ends of the 95% intervals".into(),
-                verdict: if conservative < 0.5 {
-                    ClaimVerdict::Reproduced
-                } else if ratio < 0.5 {
-                    ClaimVerdict::Partly
-                } else {
-                    ClaimVerdict::NotReproduced
-                },
-                evidence: format!(
-                    "full {:.0} ± {:.0} vs exponential {:.0} ± {:.0} calls: ratio {:.2} (interval ends {:.2})",
-                    c.full.calls.mean, c.full.calls.ci95, c.expo.calls.mean, c.expo.calls.ci95, ratio, conservative
-                ),
-            }
-        }
-    });
+    }
+}
 
-    claims.push(growth_claim(cells));
-
-    claims.push(over_contended(
-        &cols,
+/// The critique: no backoff finishes first and does the most work.
+fn no_backoff_fastest(cols: &[Column<'_>]) -> Claim {
+    over_contended(
+        cols,
         "Critique: work trades against time; no backoff is the fastest to finish (and does the most work).",
         "at each client count, none's mean completion time is the lowest of the five and its mean calls the highest".into(),
         |c| {
@@ -242,8 +261,7 @@ pub fn evaluate(cells: &[CellSummary]) -> Vec<Claim> {
                 c.clients, time(c.none), calls(c.none), fastest_other
             )
         },
-    ));
-    claims
+    )
 }
 
 /// "No strategy changes the O(N^2) growth of work": fit `calls ~ N^k` per strategy.
@@ -311,4 +329,186 @@ pub fn cap_claim(
             at_cap_share * 100.0
         ),
     )
+}
+
+/// The client count the README's "beyond the post" figures are quoted at: 100 if in the grid
+/// (the post's reference point), else the largest.
+pub fn reference_clients(clients: &[u32]) -> u32 {
+    if clients.contains(&100) {
+        100
+    } else {
+        *clients.last().expect("validated non-empty")
+    }
+}
+
+/// Where no backoff wins: on completion time, and at what cost in calls against full jitter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NoneWins {
+    /// No backoff finishes strictly first at every client count that has its cell.
+    pub fastest_everywhere: bool,
+    /// (clients, none's calls / full jitter's, full jitter's time / none's), by client count.
+    pub against_full: Vec<(u32, f64, f64)>,
+}
+
+pub fn none_wins(cells: &[CellSummary], clients: &[u32]) -> NoneWins {
+    let mut fastest_everywhere = true;
+    let mut against_full = Vec::new();
+    for &n in clients {
+        let Some(none) = find_cell(cells, NONE, n) else {
+            continue;
+        };
+        let others: Vec<&CellSummary> = Strategy::POST[1..]
+            .iter()
+            .filter_map(|&s| find_cell(cells, s, n))
+            .collect();
+        if others.iter().any(|o| o.time_ms.mean <= none.time_ms.mean) {
+            fastest_everywhere = false;
+        }
+        if let Some(full) = find_cell(cells, FULL, n) {
+            against_full.push((
+                n,
+                none.calls.mean / full.calls.mean,
+                full.time_ms.mean / none.time_ms.mean,
+            ));
+        }
+    }
+    NoneWins {
+        fastest_everywhere,
+        against_full,
+    }
+}
+
+/// The post's strategy that serves the median client first and the one that serves the p99
+/// client first at `n` clients, with their mean latencies.
+pub fn fastest_clients(
+    cells: &[CellSummary],
+    n: u32,
+) -> Option<((Strategy, f64), (Strategy, f64))> {
+    let best = |f: fn(&CellSummary) -> f64| {
+        Strategy::POST
+            .iter()
+            .filter_map(|&s| find_cell(cells, s, n))
+            .min_by(|a, b| f(a).total_cmp(&f(b)))
+            .map(|c| (c.strategy, f(c)))
+    };
+    Some((
+        best(|c| c.latency_ms_p50.mean)?,
+        best(|c| c.latency_ms_p99.mean)?,
+    ))
+}
+
+/// "About the same" work for the growth-equalised decorrelated jitter: mean calls at most this
+/// ratio of full jitter's.
+pub const EQUALISED_SAME_WORK_RATIO_MAX: f64 = 1.05;
+
+/// How the decorrelated jitter with its mean growth equalised (x4) compares with full jitter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EqualisedWork {
+    /// Fewer calls: the post's extra work came from its slower growth.
+    Less,
+    /// Within [`EQUALISED_SAME_WORK_RATIO_MAX`], not fewer: the same conclusion.
+    AboutTheSame,
+    /// More calls: decorrelation itself costs work.
+    More,
+}
+
+/// The decorrelated variants against full jitter at one client count.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Decorrelated<'a> {
+    pub full: &'a CellSummary,
+    pub x3: &'a CellSummary,
+    pub x2: &'a CellSummary,
+    pub x4: &'a CellSummary,
+    pub capped: &'a CellSummary,
+    pub x4_work: EqualisedWork,
+}
+
+/// None unless the grid has every variant's cell at `n` clients.
+pub fn decorrelated(cells: &[CellSummary], n: u32) -> Option<Decorrelated<'_>> {
+    let get = |s| find_cell(cells, s, n);
+    let (full, x4) = (get(FULL)?, get(Strategy::Decorrelated { growth: 4 })?);
+    let x4_work = if x4.calls.mean <= full.calls.mean * EQUALISED_SAME_WORK_RATIO_MAX {
+        if x4.calls.mean < full.calls.mean {
+            EqualisedWork::Less
+        } else {
+            EqualisedWork::AboutTheSame
+        }
+    } else {
+        EqualisedWork::More
+    };
+    Some(Decorrelated {
+        full,
+        x3: get(DECOR)?,
+        x2: get(Strategy::Decorrelated { growth: 2 })?,
+        x4,
+        capped: get(Strategy::DecorrelatedCapped { growth: 3 })?,
+        x4_work,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::stats::Estimate;
+
+    fn cell(strategy: Strategy, calls: f64, time_ms: f64) -> CellSummary {
+        let exact = |mean| Estimate {
+            mean,
+            sd: 0.0,
+            ci95: 0.0,
+        };
+        CellSummary {
+            strategy,
+            clients: 100,
+            runs: 2,
+            calls: exact(calls),
+            time_ms: exact(time_ms),
+            latency_ms_p50: exact(time_ms / 2.0),
+            latency_ms_p99: exact(time_ms),
+            event_count: 0,
+        }
+    }
+
+    fn post(none_time_ms: f64) -> Vec<CellSummary> {
+        vec![
+            cell(NONE, 5000.0, none_time_ms),
+            cell(EXPO, 3000.0, 9000.0),
+            cell(EQUAL, 1500.0, 3000.0),
+            cell(FULL, 1000.0, 2000.0),
+            cell(DECOR, 1200.0, 1900.0),
+        ]
+    }
+
+    /// No backoff wins on time only while it finishes strictly first: a twin where full jitter
+    /// ties it is not "at every client count".
+    #[test]
+    fn no_backoff_wins_only_when_strictly_first() {
+        let wins = none_wins(&post(500.0), &[100]);
+        assert!(wins.fastest_everywhere);
+        assert_eq!(wins.against_full, vec![(100, 5.0, 4.0)]);
+        assert!(!none_wins(&post(2000.0), &[100]).fastest_everywhere);
+        let ((p50, _), (p99, _)) = fastest_clients(&post(500.0), 100).unwrap();
+        assert_eq!((p50, p99), (NONE, NONE));
+        assert_eq!(fastest_clients(&post(500.0), 50), None);
+    }
+
+    /// The x4 variant's work against full jitter's 1000 calls: fewer, within 5%, more.
+    #[test]
+    fn equalised_decorrelated_work_is_judged_against_full_jitter() {
+        let judged = |x4_calls: f64| {
+            let mut cells = post(500.0);
+            cells.push(cell(Strategy::Decorrelated { growth: 2 }, 4000.0, 4000.0));
+            cells.push(cell(Strategy::Decorrelated { growth: 4 }, x4_calls, 2000.0));
+            cells.push(cell(
+                Strategy::DecorrelatedCapped { growth: 3 },
+                1100.0,
+                2000.0,
+            ));
+            decorrelated(&cells, 100).map(|d| d.x4_work)
+        };
+        assert_eq!(judged(900.0), Some(EqualisedWork::Less));
+        assert_eq!(judged(1040.0), Some(EqualisedWork::AboutTheSame));
+        assert_eq!(judged(1100.0), Some(EqualisedWork::More));
+        assert_eq!(decorrelated(&post(500.0), 100), None);
+    }
 }

@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::claims::{
-    cap_claim, evaluate, CONTENTION_CLIENTS_MIN, MUCH_LONGER_RATIO, QUADRATIC_EXPONENT_MIN,
+    cap_claim, decorrelated, evaluate, fastest_clients, none_wins, reference_clients, Decorrelated,
+    EqualisedWork, NoneWins, CONTENTION_CLIENTS_MIN, MUCH_LONGER_RATIO, QUADRATIC_EXPONENT_MIN,
     SAME_WORK_TOLERANCE,
 };
 use super::sweep::{find_cell, summarise, AwsJitter, CellSummary, RunRecord};
@@ -17,7 +18,8 @@ use crate::grid::Context;
 use crate::output::Output;
 use crate::plot::{BandPoint, LegendAt, LineChart, LineStyle, Scale, Series};
 use crate::sim::run_rng;
-use crate::table::{display, dp3};
+use crate::sim::stats::Estimate;
+use crate::table::{display, dp3, Align, Markdown};
 
 /// Beyond the post: decorrelated jitter with its growth factor equalised to the others' x2 (on
 /// the upper bound of the draw, x2; on the mean of the draw, x4: `E[U(base, g s)] ~ g s / 2`),
@@ -250,12 +252,29 @@ fn series_by_clients(
     Series::new(strategy.name(), colour_of(strategy), points)
 }
 
+const CLIENTS_AXIS: &str = "clients (count)";
+const CALLS_AXIS: &str = "calls: write requests per run (count)";
+const TIME_AXIS: &str = "completion time of the last client (ms)";
+
+fn calls(c: &CellSummary) -> (f64, f64) {
+    (c.calls.mean, c.calls.ci95)
+}
+
+fn time(c: &CellSummary) -> (f64, f64) {
+    (c.time_ms.mean, c.time_ms.ci95)
+}
+
 fn charts(cells: &[CellSummary], post_only: bool, output: &mut Output) {
-    let calls = |c: &CellSummary| (c.calls.mean, c.calls.ci95);
-    let time = |c: &CellSummary| (c.time_ms.mean, c.time_ms.ci95);
-    let clients_axis = "clients (count)";
-    let calls_axis = "calls: write requests per run (count)";
-    let time_axis = "completion time of the last client (ms)";
+    post_charts(cells, output);
+    tradeoff_and_latency_charts(cells, output);
+    if !post_only {
+        decorrelated_charts(cells, output);
+    }
+}
+
+/// The post's charts: work and completion time against clients (time also on a log scale).
+fn post_charts(cells: &[CellSummary], output: &mut Output) {
+    let (clients_axis, calls_axis, time_axis) = (CLIENTS_AXIS, CALLS_AXIS, TIME_AXIS);
 
     let mut work = LineChart::new(
         "Work: calls vs clients (mean of runs, 95% band)",
@@ -282,7 +301,11 @@ fn charts(cells: &[CellSummary], post_only: bool, output: &mut Output) {
     time_chart.y_scale = Scale::Log;
     time_chart.legend_at = LegendAt::LowerRight;
     output.chart("time-log", time_chart.clone());
+}
 
+/// Beyond the post: work against time, and the median and p99 client's completion time.
+fn tradeoff_and_latency_charts(cells: &[CellSummary], output: &mut Output) {
+    let (clients_axis, calls_axis, time_axis) = (CLIENTS_AXIS, CALLS_AXIS, TIME_AXIS);
     // Where does no backoff win? Each line walks through the client counts.
     let mut tradeoff = LineChart::new(
         "Work against time: each point one client count (10 at the lower left)",
@@ -325,36 +348,38 @@ fn charts(cells: &[CellSummary], post_only: bool, output: &mut Output) {
         latency.series.push(p50);
     }
     output.chart("latency", latency.clone());
+}
 
-    if !post_only {
-        let decorrelated = [
-            Strategy::FullJitter,
-            Strategy::Decorrelated { growth: 3 },
-            Strategy::Decorrelated { growth: 2 },
-            Strategy::Decorrelated { growth: 4 },
-            Strategy::DecorrelatedCapped { growth: 3 },
-        ];
-        let mut work = LineChart::new(
-            "Decorrelated jitter: growth x3 (post), x2, x4; cap before drawing",
-            clients_axis,
-            calls_axis,
-        );
-        work.series = decorrelated
-            .iter()
-            .map(|&s| series_by_clients(cells, s, calls))
-            .collect();
-        output.chart("decorrelated-work", work.clone());
-        let mut time_chart = LineChart::new(
-            "Decorrelated jitter variants: completion time",
-            clients_axis,
-            time_axis,
-        );
-        time_chart.series = decorrelated
-            .iter()
-            .map(|&s| series_by_clients(cells, s, time))
-            .collect();
-        output.chart("decorrelated-time", time_chart.clone());
-    }
+/// Decorrelated jitter's growth variants against full jitter.
+fn decorrelated_charts(cells: &[CellSummary], output: &mut Output) {
+    let (clients_axis, calls_axis, time_axis) = (CLIENTS_AXIS, CALLS_AXIS, TIME_AXIS);
+    let decorrelated = [
+        Strategy::FullJitter,
+        Strategy::Decorrelated { growth: 3 },
+        Strategy::Decorrelated { growth: 2 },
+        Strategy::Decorrelated { growth: 4 },
+        Strategy::DecorrelatedCapped { growth: 3 },
+    ];
+    let mut work = LineChart::new(
+        "Decorrelated jitter: growth x3 (post), x2, x4; cap before drawing",
+        clients_axis,
+        calls_axis,
+    );
+    work.series = decorrelated
+        .iter()
+        .map(|&s| series_by_clients(cells, s, calls))
+        .collect();
+    output.chart("decorrelated-work", work.clone());
+    let mut time_chart = LineChart::new(
+        "Decorrelated jitter variants: completion time",
+        clients_axis,
+        time_axis,
+    );
+    time_chart.series = decorrelated
+        .iter()
+        .map(|&s| series_by_clients(cells, s, time))
+        .collect();
+    output.chart("decorrelated-time", time_chart.clone());
 }
 
 fn readme(
@@ -402,89 +427,12 @@ fn readme(
     );
 
     let _ = writeln!(t, "## Results (summary.csv: mean ± 95% half-width)\n");
-    for (title, value) in [
-        (
-            "Calls (write requests)",
-            (|c: &CellSummary| c.calls) as fn(&CellSummary) -> _,
-        ),
-        (
-            "Completion time of the last client (ms)",
-            |c: &CellSummary| c.time_ms,
-        ),
-    ] {
-        let _ = writeln!(t, "{title}:\n");
-        let _ = write!(t, "| clients |");
-        for s in Strategy::POST {
-            let _ = write!(t, " {s} |");
-        }
-        let _ = write!(t, "\n|---:|");
-        for _ in Strategy::POST {
-            let _ = write!(t, "---:|");
-        }
-        t.push('\n');
-        for &n in &c.clients {
-            let _ = write!(t, "| {n} |");
-            for s in Strategy::POST {
-                match find_cell(cells, s, n) {
-                    Some(cell) => {
-                        let e = value(cell);
-                        let _ = write!(t, " {:.0} ± {:.0} |", e.mean, e.ci95);
-                    }
-                    None => t.push_str(" |"),
-                }
-            }
-            t.push('\n');
-        }
-        t.push('\n');
-    }
+    t += &results_tables(&c.clients, cells);
     let _ = writeln!(
         t,
         "![work](work.png)\n\n![time](time.png)\n\n![time, log scale](time-log.png)\n"
     );
-
-    let _ = writeln!(t, "## Beyond the post\n");
-    let n_ref = reference_clients(&c.clients);
-    let _ = writeln!(
-        t,
-        "**Work against time** (tradeoff.png): each line walks through the client counts, 10 at its lower left; \
-         lower and further left is better on both axes. At {n_ref} clients:\n"
-    );
-    let _ = writeln!(
-        t,
-        "| strategy | calls | time (ms) | client p50 (ms) | client p99 (ms) |"
-    );
-    let _ = writeln!(t, "|---|---:|---:|---:|---:|");
-    for s in Strategy::POST.iter().chain(if experiment.post_only {
-        [].iter()
-    } else {
-        EXTRA_STRATEGIES.iter()
-    }) {
-        if let Some(cell) = find_cell(cells, *s, n_ref) {
-            let _ = writeln!(
-                t,
-                "| {s} | {:.0} ± {:.0} | {:.0} ± {:.0} | {:.0} ± {:.0} | {:.0} ± {:.0} |",
-                cell.calls.mean,
-                cell.calls.ci95,
-                cell.time_ms.mean,
-                cell.time_ms.ci95,
-                cell.latency_ms_p50.mean,
-                cell.latency_ms_p50.ci95,
-                cell.latency_ms_p99.mean,
-                cell.latency_ms_p99.ci95
-            );
-        }
-    }
-    t.push('\n');
-    let _ = writeln!(t, "{}\n", none_wins(cells, &c.clients));
-    let _ = writeln!(t, "{}\n", latency_note(cells, n_ref));
-    let _ = writeln!(
-        t,
-        "![work against time](tradeoff.png)\n\n![per-client latency](latency.png)\n"
-    );
-    if !experiment.post_only {
-        let _ = writeln!(t, "{}\n", decorrelated_note(cells, n_ref));
-        let _ = writeln!(t, "![decorrelated work](decorrelated-work.png)\n\n![decorrelated time](decorrelated-time.png)\n");
-    }
+    t += &beyond_the_post(experiment, cells);
     let _ = writeln!(
         t,
         "Files: `runs.csv` (one row per run, with its stream), `summary.csv` (the post's five strategies), \
@@ -493,46 +441,104 @@ fn readme(
     t
 }
 
-/// 100 clients if in the grid (the post's reference point), else the largest.
-fn reference_clients(clients: &[u32]) -> u32 {
-    if clients.contains(&100) {
-        100
-    } else {
-        *clients.last().expect("validated non-empty")
-    }
+/// "12 ± 3": a mean and its 95% half-width, no decimals.
+fn mean_ci(e: Estimate) -> String {
+    format!("{:.0} ± {:.0}", e.mean, e.ci95)
 }
 
-fn none_wins(cells: &[CellSummary], clients: &[u32]) -> String {
-    let mut fastest_everywhere = true;
-    let mut extra_calls = Vec::new();
-    for &n in clients {
-        let Some(none) = find_cell(cells, Strategy::None, n) else {
-            continue;
-        };
-        let others: Vec<&CellSummary> = Strategy::POST[1..]
-            .iter()
-            .filter_map(|&s| find_cell(cells, s, n))
-            .collect();
-        if others.iter().any(|o| o.time_ms.mean <= none.time_ms.mean) {
-            fastest_everywhere = false;
+/// Calls and completion time: one table each, a row per client count, a column per strategy.
+fn results_tables(clients: &[u32], cells: &[CellSummary]) -> String {
+    let mut t = String::new();
+    for (title, value) in [
+        (
+            "Calls (write requests)",
+            (|c: &CellSummary| c.calls) as fn(&CellSummary) -> Estimate,
+        ),
+        (
+            "Completion time of the last client (ms)",
+            |c: &CellSummary| c.time_ms,
+        ),
+    ] {
+        let _ = writeln!(t, "{title}:\n");
+        let mut table = Markdown::new(
+            std::iter::once(("clients".to_string(), Align::Number))
+                .chain(Strategy::POST.map(|s| (s.to_string(), Align::Number))),
+        );
+        for &n in clients {
+            table.row(
+                std::iter::once(n.to_string()).chain(Strategy::POST.map(|s| {
+                    find_cell(cells, s, n).map_or("-".to_string(), |cell| mean_ci(value(cell)))
+                })),
+            );
         }
-        if let Some(full) = find_cell(cells, Strategy::FullJitter, n) {
-            extra_calls.push((
-                n,
-                none.calls.mean / full.calls.mean,
-                full.time_ms.mean / none.time_ms.mean,
-            ));
+        t += &table.finish();
+        t.push('\n');
+    }
+    t
+}
+
+/// Work against time, per-client latency and the decorrelated variants, at the reference
+/// client count.
+fn beyond_the_post(experiment: &AwsJitter, cells: &[CellSummary]) -> String {
+    let clients = &experiment.config.clients;
+    let mut t = String::new();
+    let _ = writeln!(t, "## Beyond the post\n");
+    let n_ref = reference_clients(clients);
+    let _ = writeln!(
+        t,
+        "**Work against time** (tradeoff.png): each line walks through the client counts, 10 at its lower left; \
+         lower and further left is better on both axes. At {n_ref} clients:\n"
+    );
+    let mut table = Markdown::new([
+        ("strategy", Align::Text),
+        ("calls", Align::Number),
+        ("time (ms)", Align::Number),
+        ("client p50 (ms)", Align::Number),
+        ("client p99 (ms)", Align::Number),
+    ]);
+    let extra: &[Strategy] = if experiment.post_only {
+        &[]
+    } else {
+        &EXTRA_STRATEGIES
+    };
+    for s in Strategy::POST.iter().chain(extra) {
+        if let Some(cell) = find_cell(cells, *s, n_ref) {
+            table.row([
+                s.to_string(),
+                mean_ci(cell.calls),
+                mean_ci(cell.time_ms),
+                mean_ci(cell.latency_ms_p50),
+                mean_ci(cell.latency_ms_p99),
+            ]);
         }
     }
+    t += &table.finish();
+    t.push('\n');
+    let _ = writeln!(t, "{}\n", none_wins_note(&none_wins(cells, clients)));
+    let _ = writeln!(t, "{}\n", latency_note(cells, n_ref));
+    let _ = writeln!(
+        t,
+        "![work against time](tradeoff.png)\n\n![per-client latency](latency.png)\n"
+    );
+    if !experiment.post_only {
+        let note =
+            decorrelated(cells, n_ref).map_or(String::new(), |d| decorrelated_note(&d, n_ref));
+        let _ = writeln!(t, "{note}\n");
+        let _ = writeln!(t, "![decorrelated work](decorrelated-work.png)\n\n![decorrelated time](decorrelated-time.png)\n");
+    }
+    t
+}
+
+fn none_wins_note(wins: &NoneWins) -> String {
     let mut text = format!(
         "Where does no backoff win? On completion time {} of this grid. ",
-        if fastest_everywhere {
+        if wins.fastest_everywhere {
             "at every client count"
         } else {
             "not at every client count"
         }
     );
-    if let (Some(first), Some(last)) = (extra_calls.first(), extra_calls.last()) {
+    if let (Some(first), Some(last)) = (wins.against_full.first(), wins.against_full.last()) {
         let _ = write!(
             text,
             "Against full jitter it costs {:.1}x the calls at {} clients and {:.1}x at {}, while full jitter takes {:.1}x and {:.1}x as long: \
@@ -544,62 +550,49 @@ fn none_wins(cells: &[CellSummary], clients: &[u32]) -> String {
 }
 
 fn latency_note(cells: &[CellSummary], n: u32) -> String {
-    let best = |f: fn(&CellSummary) -> f64| {
-        Strategy::POST
-            .iter()
-            .filter_map(|&s| find_cell(cells, s, n))
-            .min_by(|a, b| f(a).total_cmp(&f(b)))
-            .map(|c| (c.strategy, f(c)))
-    };
-    match (best(|c| c.latency_ms_p50.mean), best(|c| c.latency_ms_p99.mean)) {
-        (Some((s50, v50)), Some((s99, v99))) => format!(
+    match fastest_clients(cells, n) {
+        Some(((s50, v50), (s99, v99))) => format!(
             "**Per-client latency** (latency.png): the post only reports the last client. At {n} clients the median client \
              is served first by {s50} ({v50:.0} ms) and the p99 client by {s99} ({v99:.0} ms)."
         ),
-        _ => String::new(),
+        None => String::new(),
     }
 }
 
-fn decorrelated_note(cells: &[CellSummary], n: u32) -> String {
-    let get = |s| find_cell(cells, s, n);
-    let (Some(x3), Some(x2), Some(x4), Some(capped), Some(full)) = (
-        get(Strategy::Decorrelated { growth: 3 }),
-        get(Strategy::Decorrelated { growth: 2 }),
-        get(Strategy::Decorrelated { growth: 4 }),
-        get(Strategy::DecorrelatedCapped { growth: 3 }),
-        get(Strategy::FullJitter),
-    ) else {
-        return String::new();
-    };
-    let row = |name: &str, c: &CellSummary| {
-        format!(
-            "| {name} | {:.0} ± {:.0} | {:.0} ± {:.0} |\n",
-            c.calls.mean, c.calls.ci95, c.time_ms.mean, c.time_ms.ci95
-        )
-    };
+fn decorrelated_note(d: &Decorrelated, n: u32) -> String {
+    let mut table = Markdown::new([
+        ("strategy", Align::Text),
+        ("calls", Align::Number),
+        ("time (ms)", Align::Number),
+    ]);
+    for (name, c) in [
+        ("full-jitter (x2)", d.full),
+        ("decorrelated-jitter (x3, post)", d.x3),
+        ("decorrelated-jitter-x2", d.x2),
+        ("decorrelated-jitter-x4", d.x4),
+        ("decorrelated-capped (x3, cap before drawing)", d.capped),
+    ] {
+        table.row([name.to_string(), mean_ci(c.calls), mean_ci(c.time_ms)]);
+    }
     let mut text = format!(
         "**Decorrelated jitter with the growth equalised** (decorrelated-work.png, decorrelated-time.png). The post's \
          decorrelated jitter draws `U(base, 3 sleep)` while the exponential family doubles. Equalising the bound \
          (x2) is not equalising the growth: `U(base, 2 sleep)` has mean `sleep + base/2`, so sleep barely grows. \
          Equalising the mean growth needs x4. Capping before drawing (`U(base, min(cap, 3 sleep))`) keeps the delay \
-         jittered at the cap. At {n} clients:\n\n| strategy | calls | time (ms) |\n|---|---:|---:|\n"
+         jittered at the cap. At {n} clients:\n\n"
     );
-    text += &row("full-jitter (x2)", full);
-    text += &row("decorrelated-jitter (x3, post)", x3);
-    text += &row("decorrelated-jitter-x2", x2);
-    text += &row("decorrelated-jitter-x4", x4);
-    text += &row("decorrelated-capped (x3, cap before drawing)", capped);
-    let (less_or_more, verdict) = if x4.calls.mean <= full.calls.mean * 1.05 {
-        (
-            if x4.calls.mean < full.calls.mean { "less" } else { "about the same" },
+    text += &table.finish();
+    let (less_or_more, verdict) = match d.x4_work {
+        EqualisedWork::Less | EqualisedWork::AboutTheSame => (
+            if d.x4_work == EqualisedWork::Less { "less" } else { "about the same" },
             "so the extra work of the post's decorrelated jitter comes from its slower growth, not from decorrelation itself",
-        )
-    } else {
-        (
+        ),
+        EqualisedWork::More => (
             "more",
             "so decorrelation itself costs work, beyond its slower growth",
-        )
+        ),
     };
+    let (x2, x4, full) = (d.x2, d.x4, d.full);
     text += &format!(
         "\nWith the mean growth equalised (x4), decorrelated jitter does {less_or_more} work than full jitter \
          ({:.0} vs {:.0} calls) and takes {:.0} vs {:.0} ms: {verdict}. With the bound equalised (x2) it does \

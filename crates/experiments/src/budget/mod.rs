@@ -18,7 +18,8 @@ use crate::grid::{Context, Experiment, Grid, RunAt};
 use crate::output::Output;
 use crate::plot::{BandPoint, LegendAt, LineChart, Series};
 use crate::sim::stats::{estimate, Estimate};
-use crate::table::{display, dp1, dp4};
+use crate::table::{display, dp1, dp4, Align, Markdown};
+use claims::{p_text, Findings, Moderate};
 pub use world::{simulate, BrookerConfig, BrookerOutcome};
 
 pub const SEED_DEFAULT: u64 = 2022;
@@ -144,10 +145,11 @@ impl Experiment for RetryBudget {
                 |c| c.success_rate,
             ),
         );
-        let claims = claims::evaluate(&cells);
+        let findings = claims::findings(&cells);
+        let claims = findings.claims();
         output.text(
             "README.md",
-            readme(context, self.duration_s, &cells, &claims),
+            readme(context, self.duration_s, &cells, &findings, &claims),
         );
         output.claims = claims;
         Ok(output)
@@ -244,7 +246,13 @@ pub fn find(cells: &[Cell], policy: PolicyKind, p: u32) -> Option<&Cell> {
         .find(|c| c.policy == policy && c.failure_permille == p)
 }
 
-fn readme(context: &Context, duration_s: u32, cells: &[Cell], claims: &[Claim]) -> String {
+fn readme(
+    context: &Context,
+    duration_s: u32,
+    cells: &[Cell],
+    findings: &Findings,
+    claims: &[Claim],
+) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
@@ -273,6 +281,24 @@ fn readme(context: &Context, duration_s: u32, cells: &[Cell], claims: &[Claim]) 
     );
     let _ = writeln!(t, "## Claims\n\n{}", markdown_table(claims));
     let _ = writeln!(t, "## What the figures show\n");
+    t += &figures(cells, findings);
+    t.push('\n');
+    let _ = writeln!(
+        t,
+        "## Amplification and success rate (summary.csv: mean ± 95% half-width)\n"
+    );
+    t += &summary_table(cells);
+    let _ = writeln!(
+        t,
+        "\n![amplification](amplification.png)\n\n![success rate](success.png)\n\n\
+         Files: `summary.csv` (one row per policy and p), charts as SVG and PNG."
+    );
+    t
+}
+
+/// The README's bullets: the figures behind the claims, as [`Findings`] judged them.
+fn figures(cells: &[Cell], findings: &Findings) -> String {
+    let mut t = String::new();
     let get = |policy, p| find(cells, policy, p);
     if let (Some(three), Some(none)) = (
         get(PolicyKind::ThreeRetries, 1000),
@@ -284,40 +310,31 @@ fn readme(context: &Context, duration_s: u32, cells: &[Cell], claims: &[Claim]) 
             three.amplification.mean, none.amplification.mean
         );
     }
-    let budgeted: Vec<PolicyKind> = PolicyKind::BUDGET
-        .into_iter()
-        .filter(PolicyKind::is_budgeted)
-        .collect();
-    let mut at_p1: Vec<String> = budgeted
-        .iter()
-        .filter_map(|&policy| get(policy, 1000))
-        .map(|c| format!("{} {:.2}", c.policy, c.amplification.mean))
-        .collect();
-    at_p1.sort();
-    let _ = writeln!(t, "- The retry controls at p = 1: {}.", at_p1.join(", "));
-    let mut exceptions = Vec::new();
-    for &policy in &budgeted {
-        for p in FAILURE_PERMILLE
+    let controls_at = |p: u32, figure: fn(&Cell) -> String| {
+        let mut named: Vec<String> = PolicyKind::BUDGET
             .into_iter()
-            .filter(|&p| p >= HIGH_P_PERMILLE)
-        {
-            if let (Some(c), Some(three)) = (get(policy, p), get(PolicyKind::ThreeRetries, p)) {
-                if c.amplification.high() >= three.amplification.low() {
-                    exceptions.push(format!("{policy} at p = {:.1}", f64::from(p) / 1000.0));
-                }
-            }
-        }
-    }
+            .filter(PolicyKind::is_budgeted)
+            .filter_map(|policy| get(policy, p))
+            .map(|c| format!("{} {}", c.policy, figure(c)))
+            .collect();
+        named.sort();
+        named.join(", ")
+    };
+    let _ = writeln!(
+        t,
+        "- The retry controls at p = 1: {}.",
+        controls_at(1000, |c| format!("{:.2}", c.amplification.mean))
+    );
     let _ = writeln!(
         t,
         "- At every p >= {:.1}, {} (95% intervals apart).",
         f64::from(HIGH_P_PERMILLE) / 1000.0,
-        if exceptions.is_empty() {
+        if findings.high_p.exceptions.is_empty() {
             "every retry control amplifies less than 3 retries".to_string()
         } else {
             format!(
                 "the retry controls amplify less than 3 retries except {}",
-                exceptions.join(", ")
+                findings.exceptions_text()
             )
         }
     );
@@ -332,43 +349,13 @@ fn readme(context: &Context, duration_s: u32, cells: &[Cell], claims: &[Claim]) 
             three.success_rate.mean, none.success_rate.mean, three.amplification.mean
         );
     }
-    let mut low_p: Vec<String> = budgeted
-        .iter()
-        .filter_map(|&policy| get(policy, 100))
-        .map(|c| format!("{} {:.4}", c.policy, c.success_rate.mean))
-        .collect();
-    low_p.sort();
     let _ = writeln!(
         t,
         "- Success at p = 0.1 with the controls: {}.",
-        low_p.join(", ")
+        controls_at(100, |c| format!("{:.4}", c.success_rate.mean))
     );
-    // Which controls still act like plain retries at a moderate failure rate, and which cut
-    // retries (and success) already there.
-    let (mut alike, mut cut) = (Vec::new(), Vec::new());
-    if let Some(three) = get(PolicyKind::ThreeRetries, MODERATE_P_PERMILLE) {
-        for &policy in &budgeted {
-            if let Some(c) = get(policy, MODERATE_P_PERMILLE) {
-                let extra_share = (c.amplification.mean - 1.0) / (three.amplification.mean - 1.0);
-                let text = format!("{policy} {:.3}", c.amplification.mean);
-                if extra_share >= 0.95 {
-                    alike.push(text);
-                } else {
-                    cut.push(text);
-                }
-            }
-        }
-        let _ = writeln!(
-            t,
-            "- At p = {:.1}, where 3 retries amplify {:.3}: behaving like 3 retries (at least 95% of their extra calls): {}; \
-             cutting retries: {}. A large quota (aws-quota's 500 tokens, a retry costing 5 and a successful retry \
-             refunding its 5) drains only where failures outrun refunds; the controls that follow the recent failure \
-             ratio cut retries at any sizeable p.",
-            f64::from(MODERATE_P_PERMILLE) / 1000.0,
-            three.amplification.mean,
-            if alike.is_empty() { "none".to_string() } else { alike.join(", ") },
-            if cut.is_empty() { "none".to_string() } else { cut.join(", ") }
-        );
+    if let Some(moderate) = &findings.moderate {
+        t += &moderate_bullet(moderate);
     }
     if let Some(sre) = get(PolicyKind::SreRatio, 1000) {
         let _ = writeln!(
@@ -378,50 +365,61 @@ fn readme(context: &Context, duration_s: u32, cells: &[Cell], claims: &[Claim]) 
             sre.amplification.mean
         );
     }
-    t.push('\n');
+    t
+}
+
+/// Amplification and success rate at five failure rates, one row per policy.
+fn summary_table(cells: &[Cell]) -> String {
     let shown = [100, 300, 500, 700, 1000];
-    let _ = writeln!(
-        t,
-        "## Amplification and success rate (summary.csv: mean ± 95% half-width)\n"
+    let p = |p: u32| f64::from(p) / 1000.0;
+    let mut table = Markdown::new(
+        std::iter::once(("policy".to_string(), Align::Text))
+            .chain(shown.map(|x| (format!("amplification p={:.1}", p(x)), Align::Number)))
+            .chain(shown.map(|x| (format!("success p={:.1}", p(x)), Align::Number))),
     );
-    let _ = write!(t, "| policy |");
-    for p in shown {
-        let _ = write!(t, " amplification p={:.1} |", f64::from(p) / 1000.0);
-    }
-    for p in shown {
-        let _ = write!(t, " success p={:.1} |", f64::from(p) / 1000.0);
-    }
-    let _ = write!(t, "\n|---|");
-    for _ in 0..2 * shown.len() {
-        t.push_str("---:|");
-    }
-    t.push('\n');
     for policy in PolicyKind::BUDGET {
-        let _ = write!(t, "| {policy} |");
-        for p in shown {
-            if let Some(c) = get(policy, p) {
-                let _ = write!(
-                    t,
-                    " {:.3} ± {:.3} |",
-                    c.amplification.mean, c.amplification.ci95
-                );
-            }
-        }
-        for p in shown {
-            if let Some(c) = get(policy, p) {
-                let _ = write!(
-                    t,
-                    " {:.3} ± {:.3} |",
-                    c.success_rate.mean, c.success_rate.ci95
-                );
-            }
-        }
-        t.push('\n');
+        let figures = |value: fn(&Cell) -> Estimate| {
+            shown.map(|x| {
+                find(cells, policy, x).map_or("-".to_string(), |c| {
+                    let e = value(c);
+                    format!("{:.3} ± {:.3}", e.mean, e.ci95)
+                })
+            })
+        };
+        table.row(
+            std::iter::once(policy.to_string())
+                .chain(figures(|c| c.amplification))
+                .chain(figures(|c| c.success_rate)),
+        );
     }
+    table.finish()
+}
+
+/// Which controls act like 3 retries at the moderate failure rate, and which cut retries.
+fn moderate_bullet(moderate: &Moderate) -> String {
+    let mut t = String::new();
+    let named = |alike: bool| {
+        let named: Vec<String> = moderate
+            .alike(alike)
+            .iter()
+            .map(|c| format!("{} {:.3}", c.policy, c.amplification))
+            .collect();
+        if named.is_empty() {
+            "none".to_string()
+        } else {
+            named.join(", ")
+        }
+    };
     let _ = writeln!(
         t,
-        "\n![amplification](amplification.png)\n\n![success rate](success.png)\n\n\
-         Files: `summary.csv` (one row per policy and p), charts as SVG and PNG."
+        "- At {}, where 3 retries amplify {:.3}: behaving like 3 retries (at least 95% of their extra calls): {}; \
+         cutting retries: {}. A large quota (aws-quota's 500 tokens, a retry costing 5 and a successful retry \
+         refunding its 5) drains only where failures outrun refunds; the controls that follow the recent failure \
+         ratio cut retries at any sizeable p.",
+        p_text(MODERATE_P_PERMILLE),
+        moderate.three_amplification,
+        named(true),
+        named(false)
     );
     t
 }

@@ -180,73 +180,118 @@ impl TimedWorld for World {
         queue: &mut EventQueue<Event>,
         rng: &mut ChaCha8Rng,
     ) -> Control {
-        let now_ms = ns_to_ms(now_ns);
         match event {
-            Event::Arrival { client } => {
-                self.schedule_arrival(client, queue, rng);
-                let c = &mut self.clients[client as usize];
-                if !c.control.allow_first(now_ms) {
-                    self.finish(now_ns, 0, false);
-                    return Control::Continue;
-                }
-                let backoff = c.policy.backoff.start();
-                let answer = Event::Answer {
-                    client,
-                    started_ns: now_ns,
-                    attempt_count: 1,
-                    kind: AttemptKind::First,
-                    backoff,
-                };
-                queue
-                    .schedule_after(self.round_trip_ns(), answer)
-                    .expect("bounded: a few attempts per request");
-            }
+            Event::Arrival { client } => self.arrive(client, now_ns, queue, rng),
             Event::Answer {
                 client,
                 started_ns,
                 attempt_count,
                 kind,
-                mut backoff,
+                backoff,
             } => {
-                let failed = rng.random_range(0..1000u32) < self.config.failure_permille;
-                let result = if failed {
-                    AttemptResult::Failure(FailureKind::Error)
-                } else {
-                    AttemptResult::Success
-                };
-                let round_trip_ns = self.round_trip_ns();
-                let c = &mut self.clients[client as usize];
-                c.control.record(now_ms, kind, result);
-                if !failed {
-                    self.finish(started_ns, attempt_count, true);
-                    return Control::Continue;
-                }
-                let elapsed_ms = ns_to_ms(now_ns - started_ns);
-                match c.after_failure(
-                    &mut backoff,
+                let attempt = Attempt {
+                    client,
+                    started_ns,
                     attempt_count,
-                    elapsed_ms,
-                    now_ms,
-                    FailureKind::Error,
-                    rng,
-                ) {
-                    Some((delay_ms, kind)) => {
-                        let retry = Event::Answer {
-                            client,
-                            started_ns,
-                            attempt_count: attempt_count + 1,
-                            kind,
-                            backoff,
-                        };
-                        queue
-                            .schedule_after(ms_to_ns(delay_ms) + round_trip_ns, retry)
-                            .expect("bounded: a few attempts per request");
-                    }
-                    None => self.finish(started_ns, attempt_count, false),
-                }
+                    kind,
+                };
+                self.answer(attempt, backoff, now_ns, queue, rng);
             }
         }
         Control::Continue
+    }
+}
+
+/// An attempt whose answer reaches its client (the fields of [`Event::Answer`] but its backoff).
+struct Attempt {
+    client: u32,
+    started_ns: TimeNs,
+    attempt_count: u32,
+    kind: AttemptKind,
+}
+
+impl World {
+    /// A new request: the next arrival is drawn, then the client's control may refuse the first
+    /// attempt (the request fails with no call), else the attempt goes out.
+    fn arrive(
+        &mut self,
+        client: u32,
+        now_ns: TimeNs,
+        queue: &mut EventQueue<Event>,
+        rng: &mut ChaCha8Rng,
+    ) {
+        self.schedule_arrival(client, queue, rng);
+        let c = &mut self.clients[client as usize];
+        if !c.control.allow_first(ns_to_ms(now_ns)) {
+            self.finish(now_ns, 0, false);
+            return;
+        }
+        let backoff = c.policy.backoff.start();
+        let answer = Event::Answer {
+            client,
+            started_ns: now_ns,
+            attempt_count: 1,
+            kind: AttemptKind::First,
+            backoff,
+        };
+        queue
+            .schedule_after(self.round_trip_ns(), answer)
+            .expect("bounded: a few attempts per request");
+    }
+
+    /// The server's answer: it fails with the world's probability; a failure is retried after the
+    /// client's backoff if its policy and control allow, else the request ends failed.
+    fn answer(
+        &mut self,
+        attempt: Attempt,
+        mut backoff: BackoffState,
+        now_ns: TimeNs,
+        queue: &mut EventQueue<Event>,
+        rng: &mut ChaCha8Rng,
+    ) {
+        let now_ms = ns_to_ms(now_ns);
+        let Attempt {
+            client,
+            started_ns,
+            attempt_count,
+            kind,
+        } = attempt;
+        let failed = rng.random_range(0..1000u32) < self.config.failure_permille;
+        let result = if failed {
+            AttemptResult::Failure(FailureKind::Error)
+        } else {
+            AttemptResult::Success
+        };
+        let round_trip_ns = self.round_trip_ns();
+        let c = &mut self.clients[client as usize];
+        c.control.record(now_ms, kind, result);
+        if !failed {
+            self.finish(started_ns, attempt_count, true);
+            return;
+        }
+        let elapsed_ms = ns_to_ms(now_ns - started_ns);
+        match c.after_failure(
+            &mut backoff,
+            attempt_count,
+            elapsed_ms,
+            now_ms,
+            FailureKind::Error,
+            rng,
+        ) {
+            Some((delay_ms, kind)) => {
+                let retry = Event::Answer {
+                    client,
+                    started_ns,
+                    attempt_count: attempt_count + 1,
+                    kind,
+                    backoff,
+                };
+                queue
+                    .schedule_after(ms_to_ns(delay_ms) + round_trip_ns, retry)
+                    .expect("bounded: a few attempts per request");
+            }
+            None => self.finish(started_ns, attempt_count, false),
+        }
     }
 }
 

@@ -7,26 +7,24 @@ use std::fmt::Write as _;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+pub use super::metastability_claims::{claims, WASTE_RATIO_MIN};
+use super::metastability_claims::{partition, Partition};
 use super::world::{
     recovery, simulate, CapacityConfig, CapacityOutcome, Recovery, RECOVERED_BINS,
     RECOVERED_SHARE_PERMILLE,
 };
-use crate::claim::{markdown_table, Claim, ClaimVerdict};
+use crate::claim::{markdown_table, Claim};
 use crate::client::{full_jitter, PolicyKind};
 use crate::grid::{Context, Experiment, Grid, RunAt};
 use crate::output::Output;
 use crate::plot::{BandPoint, LegendAt, LineChart, LineStyle, Series};
 use crate::sim::stats::{estimate, Estimate};
-use crate::table::{display, dp0_or_empty, dp1, dp4};
+use crate::table::{display, dp0_or_empty, dp1, dp4, Align, Markdown};
 
 pub const SEED_DEFAULT: u64 = 2021;
 pub const RUNS_DEFAULT: u32 = 10;
 pub const TRIGGER_S_DEFAULT: u32 = 10;
 pub const TRIGGER_S_MAX: u32 = 30;
-
-/// "Busy for nobody": in the last 10 s of a collapsed run the server finishes at least this many
-/// times the requests that reach a waiting client.
-pub const WASTE_RATIO_MIN: f64 = 10.0;
 
 pub const POLICIES: [PolicyKind; 8] = [
     PolicyKind::NoRetries,
@@ -130,11 +128,6 @@ impl Cell {
             .collect();
         (!times.is_empty()).then(|| estimate(&times))
     }
-
-    /// Collapsed in at least half of the runs.
-    pub fn stays_collapsed(&self) -> bool {
-        2 * self.collapsed_runs() >= self.recoveries.len()
-    }
 }
 
 /// The experiment: every policy through one capacity drop of `trigger_s` seconds.
@@ -226,79 +219,6 @@ pub fn summarise_grid(
         .iter()
         .map(|cell| summarise(cell.cell, config, &cell.runs))
         .collect()
-}
-
-/// Plain retries stay collapsed, busy for nobody; no retries and every retry control recover.
-pub fn claims(cells: &[Cell]) -> Vec<Claim> {
-    let mut claims = Vec::new();
-    let statement =
-        "Plain retries keep the server collapsed after its capacity is back (metastable).";
-    let criterion = "3-retries collapsed in at least half of the runs";
-    claims.push(
-        match cells.iter().find(|c| c.policy == PolicyKind::ThreeRetries) {
-            None => Claim::not_tested(statement, criterion),
-            Some(c) => Claim::new(
-                statement,
-                criterion,
-                ClaimVerdict::of(c.stays_collapsed()),
-                format!(
-                    "collapsed in {} of {} runs",
-                    c.collapsed_runs(),
-                    c.recoveries.len()
-                ),
-            ),
-        },
-    );
-    let statement = "While collapsed, the server works at full speed on answers nobody waits for.";
-    let criterion =
-        format!("3-retries' throughput in the last 10 s at least {WASTE_RATIO_MIN}x its goodput");
-    claims.push(
-        match cells.iter().find(|c| c.policy == PolicyKind::ThreeRetries) {
-            None => Claim::not_tested(statement, criterion),
-            Some(c) => Claim::new(
-                statement,
-                criterion,
-                ClaimVerdict::of(
-                    c.throughput_end.mean >= WASTE_RATIO_MIN * c.goodput_end.mean.max(1.0),
-                ),
-                format!(
-                    "goodput {:.0}/s, throughput {:.0}/s",
-                    c.goodput_end.mean, c.throughput_end.mean
-                ),
-            ),
-        },
-    );
-    let statement = "No retries and every retry control let the server recover.";
-    let criterion = "every other policy recovers in more than half of its runs";
-    let others: Vec<&Cell> = cells
-        .iter()
-        .filter(|c| c.policy != PolicyKind::ThreeRetries)
-        .collect();
-    claims.push(if others.is_empty() {
-        Claim::not_tested(statement, criterion)
-    } else {
-        let mut evidence: Vec<String> = others
-            .iter()
-            .map(|c| match c.recovery_ms() {
-                Some(e) => format!(
-                    "{} {:.1} s ({} of {} runs collapsed)",
-                    c.policy,
-                    e.mean / 1000.0,
-                    c.collapsed_runs(),
-                    c.recoveries.len()
-                ),
-                None => format!("{} never recovered", c.policy),
-            })
-            .collect();
-        evidence.sort();
-        Claim::new(
-            statement,
-            criterion,
-            ClaimVerdict::of(others.iter().all(|c| !c.stays_collapsed())),
-            format!("recovery after capacity is back: {}", evidence.join(", ")),
-        )
-    });
-    claims
 }
 
 #[derive(Serialize)]
@@ -481,8 +401,24 @@ fn readme(context: &Context, config: &CapacityConfig, cells: &[Cell], claims: &[
     );
     let _ = writeln!(t, "## Claims\n\n{}", markdown_table(claims));
     let _ = writeln!(t, "## What the figures show\n");
-    let collapsed: Vec<&Cell> = cells.iter().filter(|c| c.stays_collapsed()).collect();
-    let recovered: Vec<&Cell> = cells.iter().filter(|c| !c.stays_collapsed()).collect();
+    t += &figures(cells);
+    t += &summary_table(cells);
+    let _ = writeln!(
+        t,
+        "\n![goodput](goodput.png)\n\n![throughput and goodput](throughput-goodput.png)\n\n\
+         Files: `summary.csv` (one row per policy), `timeline.csv` (goodput and throughput per second, mean and 95% \
+         half-width over runs), charts as SVG and PNG."
+    );
+    t
+}
+
+/// The README's bullets: who stays collapsed, how fast the others recover, who succeeds.
+fn figures(cells: &[Cell]) -> String {
+    let mut t = String::new();
+    let Partition {
+        collapsed,
+        recovered,
+    } = partition(cells);
     if collapsed.is_empty() {
         let _ = writeln!(t, "- No policy stays collapsed in this setup.");
     } else {
@@ -541,31 +477,34 @@ fn readme(context: &Context, config: &CapacityConfig, cells: &[Cell], claims: &[
         "- Share of all requests of the run that succeeded: {}.\n",
         success.join(", ")
     );
-    let _ = writeln!(t, "| policy | collapsed runs | recovery (s) | goodput, last 10 s (/s) | throughput, last 10 s (/s) | success rate |");
-    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|");
+    t
+}
+
+/// One row per policy: collapsed runs, recovery time, the last 10 s, the success rate.
+fn summary_table(cells: &[Cell]) -> String {
+    let mut table = Markdown::new([
+        ("policy", Align::Text),
+        ("collapsed runs", Align::Number),
+        ("recovery (s)", Align::Number),
+        ("goodput, last 10 s (/s)", Align::Number),
+        ("throughput, last 10 s (/s)", Align::Number),
+        ("success rate", Align::Number),
+    ]);
     for c in cells {
         let recovery = c.recovery_ms().map_or("-".to_string(), |e| {
             format!("{:.1} ± {:.1}", e.mean / 1000.0, e.ci95 / 1000.0)
         });
-        let _ = writeln!(
-            t,
-            "| {} | {} of {} | {recovery} | {:.0} ± {:.0} | {:.0} ± {:.0} | {:.3} ± {:.3} |",
-            c.policy,
-            c.collapsed_runs(),
-            c.recoveries.len(),
-            c.goodput_end.mean,
-            c.goodput_end.ci95,
-            c.throughput_end.mean,
-            c.throughput_end.ci95,
-            c.success_rate.mean,
-            c.success_rate.ci95
-        );
+        table.row([
+            c.policy.to_string(),
+            format!("{} of {}", c.collapsed_runs(), c.recoveries.len()),
+            recovery,
+            format!("{:.0} ± {:.0}", c.goodput_end.mean, c.goodput_end.ci95),
+            format!(
+                "{:.0} ± {:.0}",
+                c.throughput_end.mean, c.throughput_end.ci95
+            ),
+            format!("{:.3} ± {:.3}", c.success_rate.mean, c.success_rate.ci95),
+        ]);
     }
-    let _ = writeln!(
-        t,
-        "\n![goodput](goodput.png)\n\n![throughput and goodput](throughput-goodput.png)\n\n\
-         Files: `summary.csv` (one row per policy), `timeline.csv` (goodput and throughput per second, mean and 95% \
-         half-width over runs), charts as SVG and PNG."
-    );
-    t
+    table.finish()
 }

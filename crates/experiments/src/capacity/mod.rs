@@ -4,7 +4,9 @@
 //! duplicate effects from timed-out attempts that executed).
 
 pub mod metastability;
+pub mod metastability_claims;
 pub mod safety;
+pub mod safety_claims;
 pub mod world;
 
 pub use world::{recovery, simulate, CapacityConfig, CapacityOutcome, Recovery};

@@ -7,16 +7,18 @@ use std::fmt::Write as _;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+pub use super::safety_claims::claims;
+use super::safety_claims::{quoted_timeout_ms, totals, widest_spread};
 use super::world::{simulate, CapacityConfig, CapacityOutcome};
 use crate::backoff::{Backoff, Strategy};
 use crate::check_duration_s;
-use crate::claim::{markdown_table, Claim, ClaimVerdict};
+use crate::claim::{markdown_table, Claim};
 use crate::client::PolicyKind;
 use crate::grid::{Context, Experiment, Grid, RunAt};
 use crate::output::Output;
 use crate::plot::{BandPoint, LegendAt, LineChart, LineStyle, Series};
 use crate::sim::stats::{estimate, Estimate};
-use crate::table::{display, dp3, dp4};
+use crate::table::{display, dp3, dp4, Align, Markdown};
 
 pub const SEED_DEFAULT: u64 = 9110;
 pub const RUNS_DEFAULT: u32 = 5;
@@ -189,64 +191,6 @@ pub fn summarise_grid(grid: &Grid<CellKey, CapacityOutcome>) -> Vec<Cell> {
         .collect()
 }
 
-/// With the key no duplicate, though the dangerous case happened; without it, every strategy
-/// duplicates.
-pub fn claims(cells: &[Cell]) -> Vec<Claim> {
-    let mut claims = Vec::new();
-    let with_key: Vec<&Cell> = cells.iter().filter(|c| c.at.key).collect();
-    let statement = "With an idempotency key no request takes effect twice.";
-    let criterion = "0 duplicate effects over every with-key run, and with-key runs did time out on attempts the server executed (the dangerous case was reached)";
-    claims.push(if with_key.is_empty() {
-        Claim::not_tested(statement, criterion)
-    } else {
-        let total: u64 = with_key.iter().map(|c| c.duplicate_total).sum();
-        let reached = with_key.iter().any(|c| c.timed_out_executed.mean > 0.0);
-        Claim::new(
-            statement,
-            criterion,
-            ClaimVerdict::of(total == 0 && reached),
-            format!(
-                "{total} duplicate effects in {} cells; timed out but executed, per 1000 requests, up to {:.1}",
-                with_key.len(),
-                with_key.iter().map(|c| c.timed_out_executed.mean).fold(0.0, f64::max)
-            ),
-        )
-    });
-    let statement = "Without a key every backoff strategy duplicates effects: backoff changes how many attempts time out, not whether one executed.";
-    let criterion = "duplicate effects in the no-key runs of each of the post's five strategies";
-    let per_strategy: Vec<(Strategy, u64)> = Strategy::POST
-        .iter()
-        .map(|&s| {
-            (
-                s,
-                cells
-                    .iter()
-                    .filter(|c| !c.at.key && c.at.strategy == s)
-                    .map(|c| c.duplicate_total)
-                    .sum(),
-            )
-        })
-        .collect();
-    claims.push(if cells.iter().all(|c| c.at.key) {
-        Claim::not_tested(statement, criterion)
-    } else {
-        let evidence: Vec<String> = per_strategy
-            .iter()
-            .map(|(s, n)| format!("{s} {n}"))
-            .collect();
-        Claim::new(
-            statement,
-            criterion,
-            ClaimVerdict::of(per_strategy.iter().all(|(_, n)| *n > 0)),
-            format!(
-                "duplicate effects over all no-key runs: {}",
-                evidence.join(", ")
-            ),
-        )
-    });
-    claims
-}
-
 #[derive(Serialize)]
 struct SummaryRow {
     #[serde(serialize_with = "display")]
@@ -366,12 +310,6 @@ fn readme(context: &Context, grid: &RetrySafety, cells: &[Cell], claims: &[Claim
         grid.timeouts_ms[0],
         grid.timeouts_ms[grid.timeouts_ms.len() - 1],
     );
-    // The timeout the README quotes figures at: 100 ms if swept, else the first.
-    let quoted_ms = if grid.timeouts_ms.contains(&100) {
-        100
-    } else {
-        first_ms
-    };
     let mut t = String::new();
     let _ = writeln!(t, "# retry-safety: timed out is not failed\n");
     let _ = writeln!(
@@ -391,19 +329,29 @@ fn readme(context: &Context, grid: &RetrySafety, cells: &[Cell], claims: &[Claim
     );
     let _ = writeln!(t, "## Claims\n\n{}", markdown_table(claims));
     let _ = writeln!(t, "## What the figures show\n");
-    let with_key_total: u64 = cells
-        .iter()
-        .filter(|c| c.at.key)
-        .map(|c| c.duplicate_total)
-        .sum();
-    let no_key_total: u64 = cells
-        .iter()
-        .filter(|c| !c.at.key)
-        .map(|c| c.duplicate_total)
-        .sum();
+    t += &figures(grid, cells);
+    t += &summary_table(grid, cells);
     let _ = writeln!(
         t,
-        "- With the key there are **{with_key_total}** duplicate effects in all runs of all cells; without it **{no_key_total}**."
+        "\n![duplicates](duplicates.png)\n\n![timed out but executed](timed-out-executed.png)\n\n\
+         Files: `summary.csv` (one row per strategy, key mode and timeout), charts as SVG and PNG."
+    );
+    t
+}
+
+/// The README's bullets: totals, figures at the quoted timeout, the trend and the widest spread.
+fn figures(grid: &RetrySafety, cells: &[Cell]) -> String {
+    let mut t = String::new();
+    let (first_ms, last_ms) = (
+        grid.timeouts_ms[0],
+        grid.timeouts_ms[grid.timeouts_ms.len() - 1],
+    );
+    let quoted_ms = quoted_timeout_ms(&grid.timeouts_ms);
+    let totals = totals(cells);
+    let _ = writeln!(
+        t,
+        "- With the key there are **{}** duplicate effects in all runs of all cells; without it **{}**.",
+        totals.with_key, totals.no_key
     );
     let mut at_100: Vec<String> = Strategy::POST
         .iter()
@@ -441,29 +389,20 @@ fn readme(context: &Context, grid: &RetrySafety, cells: &[Cell], claims: &[Claim
         last_ms,
         trend.join(", ")
     );
-    // Where the strategies part most: the timeout with the largest spread of duplicates.
-    let spread = grid
-        .timeouts_ms
-        .iter()
-        .filter_map(|&timeout_ms| {
-            let values: Vec<(Strategy, f64)> = Strategy::POST
-                .iter()
-                .filter_map(|&s| Some((s, find(cells, s, false, timeout_ms)?.duplicates.mean)))
-                .collect();
-            let low = values.iter().min_by(|a, b| a.1.total_cmp(&b.1))?;
-            let high = values.iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
-            Some((timeout_ms, *low, *high))
-        })
-        .max_by(|a, b| (a.2 .1 - a.1 .1).total_cmp(&(b.2 .1 - b.1 .1)));
-    if let Some((timeout_ms, low, high)) = spread {
+    if let Some(spread) = widest_spread(cells, &grid.timeouts_ms) {
         let _ = writeln!(
             t,
-            "- The strategies part most at a {timeout_ms} ms timeout: from {:.1} duplicates per 1000 requests ({}) \
+            "- The strategies part most at a {} ms timeout: from {:.1} duplicates per 1000 requests ({}) \
              to {:.1} ({}), with wide intervals: near that timeout whether plain retries tip the server into the \
              collapse after the capacity drop depends on the run, and on how much load the backoff adds.",
-            low.1, low.0, high.1, high.0
+            spread.timeout_ms, spread.low.1, spread.low.0, spread.high.1, spread.high.0
         );
     }
+    t += &success_bullet(cells, quoted_ms);
+    t
+}
+
+fn success_bullet(cells: &[Cell], quoted_ms: u32) -> String {
     let mut success: Vec<String> = Strategy::POST
         .iter()
         .filter_map(|&s| {
@@ -480,41 +419,47 @@ fn readme(context: &Context, grid: &RetrySafety, cells: &[Cell], claims: &[Claim
         })
         .collect();
     success.sort();
-    let _ = writeln!(
-        t,
+    format!(
         "- Success rate at {quoted_ms} ms, no key / with key: {}. At short timeouts the capacity drop leaves plain 3 retries \
          collapsed (see `metastability`); with the key the server answers an attempt whose key is in progress (409) or \
          completed (replay) without service time (the lookup is modelled as free), so retries of work already done \
          stop occupying workers and the queue drains: here the key also ends the collapse. A key lookup that costs \
-         as much as the work would not.\n",
+         as much as the work would not.\n\n",
         success.join(", ")
-    );
-    let _ = writeln!(t, "| strategy | timeout (ms) | duplicates /1000, no key | with key | timed out but executed /1000, no key | success, no key | success, with key |");
-    let _ = writeln!(t, "|---|---:|---:|---:|---:|---:|---:|");
+    )
+}
+
+/// One row per strategy and timeout: duplicates, timed out but executed, success.
+fn summary_table(grid: &RetrySafety, cells: &[Cell]) -> String {
+    let mut table = Markdown::new([
+        ("strategy", Align::Text),
+        ("timeout (ms)", Align::Number),
+        ("duplicates /1000, no key", Align::Number),
+        ("with key", Align::Number),
+        ("timed out but executed /1000, no key", Align::Number),
+        ("success, no key", Align::Number),
+        ("success, with key", Align::Number),
+    ]);
     for strategy in Strategy::POST {
         for &timeout_ms in &grid.timeouts_ms {
             if let (Some(a), Some(b)) = (
                 find(cells, strategy, false, timeout_ms),
                 find(cells, strategy, true, timeout_ms),
             ) {
-                let _ = writeln!(
-                    t,
-                    "| {strategy} | {timeout_ms} | {:.1} ± {:.1} | {:.1} | {:.1} ± {:.1} | {:.3} | {:.3} |",
-                    a.duplicates.mean,
-                    a.duplicates.ci95,
-                    b.duplicates.mean,
-                    a.timed_out_executed.mean,
-                    a.timed_out_executed.ci95,
-                    a.success_rate.mean,
-                    b.success_rate.mean
-                );
+                table.row([
+                    strategy.to_string(),
+                    timeout_ms.to_string(),
+                    format!("{:.1} ± {:.1}", a.duplicates.mean, a.duplicates.ci95),
+                    format!("{:.1}", b.duplicates.mean),
+                    format!(
+                        "{:.1} ± {:.1}",
+                        a.timed_out_executed.mean, a.timed_out_executed.ci95
+                    ),
+                    format!("{:.3}", a.success_rate.mean),
+                    format!("{:.3}", b.success_rate.mean),
+                ]);
             }
         }
     }
-    let _ = writeln!(
-        t,
-        "\n![duplicates](duplicates.png)\n\n![timed out but executed](timed-out-executed.png)\n\n\
-         Files: `summary.csv` (one row per strategy, key mode and timeout), charts as SVG and PNG."
-    );
-    t
+    table.finish()
 }

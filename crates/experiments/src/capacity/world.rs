@@ -366,100 +366,147 @@ impl TimedWorld for World {
         rng: &mut ChaCha8Rng,
     ) -> Control {
         match event {
-            Event::Arrival { client } => {
-                let next_ns = now_ns + ms_to_ns(self.gap.sample(rng));
-                if ns_to_ms(next_ns) < self.config.duration_ms {
-                    queue
-                        .schedule_at(next_ns, Event::Arrival { client })
-                        .expect("bounded queue");
-                }
-                let c = &mut self.clients[client as usize];
-                if !c.control.allow_first(ns_to_ms(now_ns)) {
-                    // An open breaker fails the request without sending it.
-                    self.finish(false);
-                    return Control::Continue;
-                }
-                let backoff = c.policy.backoff.start();
-                let request = self.requests.len() as u32;
-                self.requests.push(Request {
-                    client,
-                    started_ns: now_ns,
-                    attempt_count: 0,
-                    next_kind: AttemptKind::First,
-                    backoff,
-                    effect_count: 0,
-                    record: None,
-                });
-                self.send(request, AttemptKind::First, queue);
-            }
-            Event::AtServer { attempt } => {
-                if self.busy < self.workers_at(now_ns) {
-                    self.start(attempt, queue, rng);
-                } else if self.queue_fifo.len() < self.config.queue_len_max as usize {
-                    self.queue_fifo.push_back(attempt);
-                } else {
-                    self.outcome.rejected_count += 1;
-                    self.answer(attempt, Answer::Rejected, queue);
-                }
-            }
-            Event::Done { attempt } => {
-                self.busy -= 1;
-                if let Some(bin) = self.bin(now_ns) {
-                    self.outcome.throughput_per_bin[bin] += 1;
-                }
-                let a = &self.attempts[attempt as usize];
-                let r = &mut self.requests[a.request as usize];
-                r.effect_count += 1;
-                self.outcome.effect_count += 1;
-                if r.effect_count > 1 {
-                    self.outcome.duplicate_effect_count += 1;
-                }
-                if self.config.idempotency_key {
-                    r.record = Some(RecordState::Completed { response: () });
-                }
-                if a.timed_out {
-                    self.outcome.timed_out_executed_count += 1;
-                }
-                self.answer(attempt, Answer::Success, queue);
-                self.fill_workers(queue, rng);
-            }
+            Event::Arrival { client } => self.arrive(client, now_ns, queue, rng),
+            Event::AtServer { attempt } => self.admit(attempt, now_ns, queue, rng),
+            Event::Done { attempt } => self.complete(attempt, now_ns, queue, rng),
             Event::CapacityRestored => self.fill_workers(queue, rng),
-            Event::Answer { attempt, answer } => {
-                if self.attempts[attempt as usize].resolved {
-                    return Control::Continue;
-                }
-                self.attempts[attempt as usize].resolved = true;
-                if answer == Answer::Success {
-                    if let Some(bin) = self.bin(now_ns) {
-                        self.outcome.goodput_per_bin[bin] += 1;
-                    }
-                    let a = &self.attempts[attempt as usize];
-                    let client = self.requests[a.request as usize].client;
-                    self.clients[client as usize].control.record(
-                        ns_to_ms(now_ns),
-                        a.kind,
-                        AttemptResult::Success,
-                    );
-                    self.finish(true);
-                } else {
-                    self.failed(attempt, FailureKind::Error, queue, rng);
-                }
-            }
-            Event::Timeout { attempt } => {
-                let a = &mut self.attempts[attempt as usize];
-                if a.resolved {
-                    return Control::Continue;
-                }
-                a.resolved = true;
-                a.timed_out = true;
-                self.failed(attempt, FailureKind::Timeout, queue, rng);
-            }
+            Event::Answer { attempt, answer } => self.receive(attempt, answer, now_ns, queue, rng),
+            Event::Timeout { attempt } => self.time_out(attempt, queue, rng),
             Event::Resend { request } => {
                 let kind = self.requests[request as usize].next_kind;
                 self.send(request, kind, queue);
             }
         }
         Control::Continue
+    }
+}
+
+/// The handlers of [`Event`], one per kind, in the order of a request's life.
+impl World {
+    /// A client's next request: the following arrival is drawn first, then the client's control
+    /// may fail the request unsent (an open breaker), else its first attempt goes out.
+    fn arrive(
+        &mut self,
+        client: u32,
+        now_ns: TimeNs,
+        queue: &mut EventQueue<Event>,
+        rng: &mut ChaCha8Rng,
+    ) {
+        let next_ns = now_ns + ms_to_ns(self.gap.sample(rng));
+        if ns_to_ms(next_ns) < self.config.duration_ms {
+            queue
+                .schedule_at(next_ns, Event::Arrival { client })
+                .expect("bounded queue");
+        }
+        let c = &mut self.clients[client as usize];
+        if !c.control.allow_first(ns_to_ms(now_ns)) {
+            // An open breaker fails the request without sending it.
+            self.finish(false);
+            return;
+        }
+        let backoff = c.policy.backoff.start();
+        let request = self.requests.len() as u32;
+        self.requests.push(Request {
+            client,
+            started_ns: now_ns,
+            attempt_count: 0,
+            next_kind: AttemptKind::First,
+            backoff,
+            effect_count: 0,
+            record: None,
+        });
+        self.send(request, AttemptKind::First, queue);
+    }
+
+    /// An attempt reaches the server: a free worker takes it, else it waits in the queue, else
+    /// (queue full) it is rejected at once.
+    fn admit(
+        &mut self,
+        attempt: u32,
+        now_ns: TimeNs,
+        queue: &mut EventQueue<Event>,
+        rng: &mut ChaCha8Rng,
+    ) {
+        if self.busy < self.workers_at(now_ns) {
+            self.start(attempt, queue, rng);
+        } else if self.queue_fifo.len() < self.config.queue_len_max as usize {
+            self.queue_fifo.push_back(attempt);
+        } else {
+            self.outcome.rejected_count += 1;
+            self.answer(attempt, Answer::Rejected, queue);
+        }
+    }
+
+    /// A worker finishes an attempt: its effect happens (a duplicate if the request already had
+    /// one), whether or not the client still waits, and the worker takes the next queued attempt.
+    fn complete(
+        &mut self,
+        attempt: u32,
+        now_ns: TimeNs,
+        queue: &mut EventQueue<Event>,
+        rng: &mut ChaCha8Rng,
+    ) {
+        self.busy -= 1;
+        if let Some(bin) = self.bin(now_ns) {
+            self.outcome.throughput_per_bin[bin] += 1;
+        }
+        let a = &self.attempts[attempt as usize];
+        let r = &mut self.requests[a.request as usize];
+        r.effect_count += 1;
+        self.outcome.effect_count += 1;
+        if r.effect_count > 1 {
+            self.outcome.duplicate_effect_count += 1;
+        }
+        if self.config.idempotency_key {
+            r.record = Some(RecordState::Completed { response: () });
+        }
+        if a.timed_out {
+            self.outcome.timed_out_executed_count += 1;
+        }
+        self.answer(attempt, Answer::Success, queue);
+        self.fill_workers(queue, rng);
+    }
+
+    /// An answer reaches its client; ignored if the attempt already timed out there.
+    fn receive(
+        &mut self,
+        attempt: u32,
+        answer: Answer,
+        now_ns: TimeNs,
+        queue: &mut EventQueue<Event>,
+        rng: &mut ChaCha8Rng,
+    ) {
+        if self.attempts[attempt as usize].resolved {
+            return;
+        }
+        self.attempts[attempt as usize].resolved = true;
+        if answer == Answer::Success {
+            if let Some(bin) = self.bin(now_ns) {
+                self.outcome.goodput_per_bin[bin] += 1;
+            }
+            let a = &self.attempts[attempt as usize];
+            let client = self.requests[a.request as usize].client;
+            self.clients[client as usize].control.record(
+                ns_to_ms(now_ns),
+                a.kind,
+                AttemptResult::Success,
+            );
+            self.finish(true);
+        } else {
+            self.failed(attempt, FailureKind::Error, queue, rng);
+        }
+    }
+
+    /// The client's timeout fires before any answer: the attempt has failed for it (the server
+    /// may still execute it).
+    fn time_out(&mut self, attempt: u32, queue: &mut EventQueue<Event>, rng: &mut ChaCha8Rng) {
+        let a = &mut self.attempts[attempt as usize];
+        if a.resolved {
+            return;
+        }
+        a.resolved = true;
+        a.timed_out = true;
+        self.failed(attempt, FailureKind::Timeout, queue, rng);
     }
 }
 

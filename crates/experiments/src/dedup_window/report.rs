@@ -11,7 +11,7 @@ use crate::claim::{markdown_table, Claim};
 use crate::grid::Context;
 use crate::output::Output;
 use crate::plot::{BandPoint, LegendAt, LineChart, LineStyle, Scale, Series};
-use crate::table::{display, dp1, dp5};
+use crate::table::{display, dp1, dp5, Align, Markdown};
 
 #[derive(Serialize)]
 struct SummaryRow {
@@ -129,40 +129,7 @@ fn readme(config: &Config, context: &Context, cells: &[Cell], claims: &[Claim]) 
     );
     let _ = writeln!(text, "## Claims\n\n{}", markdown_table(claims));
     let _ = writeln!(text, "![retry](retry.png)\n\n![restart](restart.png)\n");
-    let ratios: Vec<f64> = [0.1, 0.85, 1.15, 10.0]
-        .into_iter()
-        .filter(|ratio| config.ratios.contains(ratio))
-        .collect();
-    let _ = write!(text, "| cause | dedup place |");
-    for ratio in &ratios {
-        let _ = write!(text, " delay {ratio} x window |");
-    }
-    let _ = write!(text, "\n|---|---|");
-    for _ in &ratios {
-        let _ = write!(text, "---|");
-    }
-    text.push('\n');
-    for cause in Cause::ALL {
-        for place in Place::ALL {
-            let _ = write!(text, "| {} | {} |", cause.name(), place.label());
-            for ratio in &ratios {
-                match find(cells, cause, place, *ratio) {
-                    Some(cell) => {
-                        let (low, high) = cell.wilson_95();
-                        let _ = write!(
-                            text,
-                            " {:.3} [{:.3}, {:.3}] |",
-                            cell.probability(),
-                            low,
-                            high
-                        );
-                    }
-                    None => text.push_str(" - |"),
-                }
-            }
-            text.push('\n');
-        }
-    }
+    text += &probability_table(config, cells);
     let _ = writeln!(text, "\n## What it shows\n");
     let _ = writeln!(text, "{}", findings(config, cells));
     let _ = writeln!(
@@ -181,13 +148,7 @@ fn findings(config: &Config, cells: &[Cell]) -> String {
     let last = config.ratios.last().copied().unwrap_or(0.0);
     let p =
         |cause, place, ratio| find(cells, cause, place, ratio).map_or(f64::NAN, Cell::probability);
-    let max_over = |place: Place| {
-        cells
-            .iter()
-            .filter(|cell| cell.place == place)
-            .map(Cell::probability)
-            .fold(0.0, f64::max)
-    };
+    let max_over = |place: Place| claims::max_over(cells, place).unwrap_or(0.0);
     let _ = writeln!(
         text,
         "- Broker window, producer retry: {:.3} at {first} x window, {:.3} at {last} x window: the window \
@@ -226,4 +187,43 @@ fn findings(config: &Config, cells: &[Cell]) -> String {
         max_over(Place::InboxSameTransaction)
     );
     text
+}
+
+/// P(duplicate) with its 95% Wilson interval, a row per cause and place, at four delays.
+fn probability_table(config: &Config, cells: &[Cell]) -> String {
+    let ratios: Vec<f64> = [0.1, 0.85, 1.15, 10.0]
+        .into_iter()
+        .filter(|ratio| config.ratios.contains(ratio))
+        .collect();
+    let mut table = Markdown::new(
+        [
+            ("cause".to_string(), Align::Text),
+            ("dedup place".to_string(), Align::Text),
+        ]
+        .into_iter()
+        .chain(
+            ratios
+                .iter()
+                .map(|ratio| (format!("delay {ratio} x window"), Align::Text)),
+        ),
+    );
+    for cause in Cause::ALL {
+        for place in Place::ALL {
+            let figures = ratios
+                .iter()
+                .map(|ratio| match find(cells, cause, place, *ratio) {
+                    Some(cell) => {
+                        let (low, high) = cell.wilson_95();
+                        format!("{:.3} [{:.3}, {:.3}]", cell.probability(), low, high)
+                    }
+                    None => "-".to_string(),
+                });
+            table.row(
+                [cause.name().to_string(), place.label().to_string()]
+                    .into_iter()
+                    .chain(figures),
+            );
+        }
+    }
+    table.finish()
 }

@@ -3,6 +3,7 @@
 //! The world is [`world`] (message by message on the event kernel); here are the grid, the
 //! claims (27, 243, r) and the output.
 
+pub mod claims;
 pub mod world;
 
 use std::fmt::Write as _;
@@ -10,12 +11,13 @@ use std::fmt::Write as _;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::claim::{markdown_table, Claim, ClaimVerdict};
+use crate::claim::{markdown_table, Claim};
 use crate::grid::{Context, Experiment, Grid, RunAt};
 use crate::output::Output;
 use crate::plot::{BandPoint, LegendAt, LineChart, LineStyle, Scale, Series};
 use crate::sim::stats::{estimate, Estimate};
-use crate::table::dp3;
+use crate::table::{dp3, Align, Markdown};
+pub use claims::{claims, NESTED_WAIT_RATIO_MIN};
 pub use world::{simulate_call, LayerConfig, LayerOutcome, LayerPolicy};
 
 pub const SEED_DEFAULT: u64 = 27;
@@ -24,10 +26,6 @@ pub const RUNS_DEFAULT: u32 = 20;
 /// The grid: 1..=5 layers, 1..=5 attempts per layer (5 x 5 = 3125 bottom requests at most).
 pub const LAYERS: [u32; 5] = [1, 2, 3, 4, 5];
 pub const ATTEMPTS: [u32; 5] = [1, 2, 3, 4, 5];
-
-/// "Longer": the mean time to failure at 5 x 3 with every layer retrying is at least this many
-/// times the one-layer mean.
-pub const NESTED_WAIT_RATIO_MIN: f64 = 10.0;
 
 /// The experiment over a grid of layer counts and attempts per layer.
 #[derive(Clone, Debug, PartialEq)]
@@ -150,87 +148,6 @@ fn timing_row(c: &Cell) -> TimingRow {
         give_up_ms_sd: c.give_up_ms.sd,
         give_up_ms_ci95: c.give_up_ms.ci95,
     }
-}
-
-/// The counts the article and the AWS Builders' Library quote, and the nested waits.
-pub fn claims(cells: &[Cell]) -> Vec<Claim> {
-    let count = |policy, k, r| find(cells, policy, k, r).map(|c| c.bottom_requests_per_call);
-    let mut claims = Vec::new();
-    for (k, r, expected, source) in [
-        (3, 3, 27, "the article's mistake 7"),
-        (5, 3, 243, "the AWS Builders' Library"),
-    ] {
-        let statement = format!("With every layer retrying, {k} layers x {r} attempts send {expected} requests to the bottom per user call ({source}).");
-        let criterion = format!(
-            "bottom requests per call at {k} x {r}, every-layer, equal to {expected} in every run"
-        );
-        claims.push(match count(LayerPolicy::EveryLayer, k, r) {
-            None => Claim::not_tested(statement, criterion),
-            Some(n) => Claim::new(
-                statement,
-                criterion,
-                ClaimVerdict::of(n == expected),
-                format!("{n} bottom requests per call"),
-            ),
-        });
-    }
-    let one_layer: Vec<&Cell> = cells
-        .iter()
-        .filter(|c| c.config.policy == LayerPolicy::OneLayer)
-        .collect();
-    let statement = "With only the top layer retrying, the bottom sees r requests per call, whatever the depth.";
-    let criterion = "bottom requests per call equal to r in every one-layer cell";
-    claims.push(if one_layer.is_empty() {
-        Claim::not_tested(statement, criterion)
-    } else {
-        let off: Vec<String> = one_layer
-            .iter()
-            .filter(|c| c.bottom_requests_per_call != u64::from(c.config.attempts_per_layer))
-            .map(|c| {
-                format!(
-                    "{} x {}: {}",
-                    c.config.layers, c.config.attempts_per_layer, c.bottom_requests_per_call
-                )
-            })
-            .collect();
-        let evidence = if off.is_empty() {
-            format!("r in all {} one-layer cells", one_layer.len())
-        } else {
-            format!("differs at {}", off.join(", "))
-        };
-        Claim::new(
-            statement,
-            criterion,
-            ClaimVerdict::of(off.is_empty()),
-            evidence,
-        )
-    });
-    let statement = "The user waits much longer for the same failure when every layer retries: the backoffs nest.";
-    let criterion = format!("mean time to failure at 5 x 3, every-layer, at least {NESTED_WAIT_RATIO_MIN}x the one-layer mean");
-    claims.push(
-        match (
-            find(cells, LayerPolicy::EveryLayer, 5, 3),
-            find(cells, LayerPolicy::OneLayer, 5, 3),
-        ) {
-            (Some(every), Some(one)) => {
-                let ratio = every.give_up_ms.mean / one.give_up_ms.mean;
-                Claim::new(
-                    statement,
-                    criterion,
-                    ClaimVerdict::of(ratio >= NESTED_WAIT_RATIO_MIN),
-                    format!(
-                        "{:.0} ± {:.0} ms against {:.0} ± {:.0} ms ({ratio:.0}x)",
-                        every.give_up_ms.mean,
-                        every.give_up_ms.ci95,
-                        one.give_up_ms.mean,
-                        one.give_up_ms.ci95
-                    ),
-                )
-            }
-            _ => Claim::not_tested(statement, criterion),
-        },
-    );
-    claims
 }
 
 /// The runs of one (layers, attempts, policy) cell.
@@ -388,27 +305,7 @@ fn readme(context: &Context, cells: &[Cell], claims: &[Claim]) -> String {
     }
     let _ = writeln!(t, "\n## Claims\n\n{}", markdown_table(claims));
     let _ = writeln!(t, "## Bottom requests per user call (summary.csv)\n");
-    let _ = write!(t, "| layers |");
-    for r in ATTEMPTS {
-        let _ = write!(t, " every, r={r} |");
-    }
-    for r in ATTEMPTS {
-        let _ = write!(t, " one, r={r} |");
-    }
-    let _ = write!(t, "\n|---:|");
-    for _ in 0..2 * ATTEMPTS.len() {
-        t.push_str("---:|");
-    }
-    t.push('\n');
-    for k in LAYERS {
-        let _ = write!(t, "| {k} |");
-        for policy in LayerPolicy::ALL {
-            for r in ATTEMPTS {
-                let _ = write!(t, " {} |", count(policy, k, r));
-            }
-        }
-        t.push('\n');
-    }
+    t += &counts_table(cells);
     let _ = writeln!(
         t,
         "\n![bottom requests](bottom-requests.png)\n\n![time to failure](give-up-time.png)\n\n\
@@ -416,4 +313,24 @@ fn readme(context: &Context, cells: &[Cell], claims: &[Claim]) -> String {
          at all services and the time to failure at the user, mean, sd and 95% half-width over runs), charts as SVG and PNG."
     );
     t
+}
+
+/// Bottom requests per user call: a row per layer count, a column per policy and attempts.
+fn counts_table(cells: &[Cell]) -> String {
+    let count = |policy, k, r| find(cells, policy, k, r).map_or(0, |c| c.bottom_requests_per_call);
+    let mut table = Markdown::new(
+        std::iter::once(("layers".to_string(), Align::Number))
+            .chain(ATTEMPTS.map(|r| (format!("every, r={r}"), Align::Number)))
+            .chain(ATTEMPTS.map(|r| (format!("one, r={r}"), Align::Number))),
+    );
+    for k in LAYERS {
+        table.row(
+            std::iter::once(k.to_string()).chain(
+                LayerPolicy::ALL
+                    .into_iter()
+                    .flat_map(|policy| ATTEMPTS.map(|r| count(policy, k, r).to_string())),
+            ),
+        );
+    }
+    table.finish()
 }

@@ -10,15 +10,16 @@
 //!
 //! Delays are `f64` milliseconds; attempt numbers follow the AWS post: 1 for the first retry.
 
+mod breaker;
 mod budget;
 mod policy;
 mod strategy;
 mod window;
 
+pub use breaker::{BreakerConfig, BreakerScope, CircuitBreaker};
 pub use budget::{
-    AttemptKind, AttemptResult, AwsRetryQuota, BreakerConfig, BreakerScope, CircuitBreaker,
-    FailureKind, GateError, GrpcThrottle, QuotaCosts, RetryControl, RetryGate, RetryPermit,
-    RetryRatio, TokenBucket, MILLI,
+    AttemptKind, AttemptResult, AwsRetryQuota, FailureKind, GateError, GrpcThrottle, QuotaCosts,
+    RetryControl, RetryGate, RetryPermit, RetryRatio, TokenBucket, MILLI,
 };
 pub use policy::{Decision, Failure, GiveUpReason, RetryAfter, RetryPolicy};
 pub use strategy::{
