@@ -120,7 +120,7 @@ fn as_int(cell: Option<Cell>) -> StoreResult<i64> {
 /// The store interface on any [`SqlConnection`]: one connection (a worker's, a handler's), reading time from a
 /// logical clock its caller shares with its other connections. A crash is dropping it with a transaction open.
 pub struct SqlStore<C> {
-    pub(crate) connection: C,
+    connection: C,
     clock: Clock,
     in_transaction: bool,
 }
