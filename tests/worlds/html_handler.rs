@@ -44,7 +44,7 @@ fn page(
         title: "check-then-pay",
         subtitle: "a retry racing the original",
         svg: None,
-        replay_command: Some("cargo test --test worlds html_handler"),
+        replay_command: Some("cargo test --test worlds html_handler::"),
     };
     trace_page(world, path, None, &text).expect("the counterexample runs")
 }
@@ -62,7 +62,7 @@ fn a_handler_counterexample_page_shows_the_second_payment_at_its_last_step() {
     assert!(whole.contains("payments #2"), "{whole}");
     assert!(whole.contains("keys[k0]"), "{whole}");
     assert!(
-        whole.contains("cargo test --test worlds html_handler"),
+        whole.contains("cargo test --test worlds html_handler::"),
         "{whole}"
     );
     // Its twin: one step short of the end, the second payment is not committed yet, so no state shows it.
