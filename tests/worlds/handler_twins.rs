@@ -48,7 +48,8 @@ fn select_then_insert_agrees_with_its_knob_model() {
 }
 
 /// 440,035 knob states against 1.6 M handler states (the handler world's states hold strings): about three
-/// minutes in a release build, so it runs on request: `cargo test --release --test worlds handler_twins:: -- --ignored`.
+/// minutes in a release build, so it runs on request:
+/// `cargo test --release --test worlds handler_twins:: -- --ignored`.
 #[test]
 #[ignore]
 fn the_article_agrees_with_its_knob_model() {
