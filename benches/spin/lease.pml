@@ -14,7 +14,7 @@
  * is one-to-one: partial-order reduction removes nothing (every step reads or writes globals), and SPIN stores
  * exactly the states retrylab visits (186,704 here). Only SPIN's dead-variable elimination differs: out_pay is
  * never read, so in the unfenced twins, where it can be 1 or 2 with all else equal, SPIN merges those states
- * unless run with spin -o2 (run.sh count does; tests/spin_twin.rs compares the counts).
+ * unless run with spin -o2 (run.sh count does; tests/checker/spin_twin.rs compares the counts).
  *
  * Encoding, and the assumptions it relies on (each asserted where it could break):
  * - The network holds each client's in-flight requests as a bit set over attempt numbers: the fault budgets

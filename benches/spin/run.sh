@@ -10,7 +10,7 @@
 #       The same search with assertions ignored (pan -A) and SPIN's dead-variable elimination off (spin -o2: it
 #       merges states that differ only in a variable no statement reads, here a client's outcome payload, which
 #       retrylab keeps): prints `states: N`, every reachable state of the world as retrylab counts them, also for a
-#       violated model (retrylab's search goes on past a violation too; tests/spin_twin.rs compares the counts).
+#       violated model (retrylab's search goes on past a violation too; tests/checker/spin_twin.rs compares the counts).
 #   benches/spin/run.sh bench [REPEATS]
 #       REPEATS (default 3) runs each of: pan plain, pan -DCOLLAPSE, pan -DHC4, and
 #       `retrylab check models/lease-fenced.toml --threads 1 --json`; one row per run (states, wall and CPU seconds,

@@ -5,7 +5,7 @@
 //! `-- --explore DESIGN 127.0.0.1:0` walks one design by hand in the browser (its handler's steps, the store's
 //! rows, the clients and the network at each step).
 
-// Paths spelled out so that tests/handlers.rs can include this file as a module and reach the same designs.
+// Paths spelled out so that tests/worlds/handlers.rs can include this file as a module and reach the same designs.
 #[path = "article.rs"]
 mod article;
 // Moved into the library (`retrylab::handler::designs`) so that `retrylab serve` runs the same code.

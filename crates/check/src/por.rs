@@ -83,7 +83,7 @@
 //! a non-fault `a` of `T`) to `t = x(c)`, the search stores `ρ(t)`, and `ρ` applied to the rest of the path is a
 //! path from `ρ(t)` of the same length making the same observations and ending in the class of the original end.
 //! So the reduced quotient search reaches the class of every reachable state, makes every observation of every
-//! transition, and reaches every rest state's class, as the plain reduced search does. `tests/por.rs` checks
+//! transition, and reaches every rest state's class, as the plain reduced search does. `tests/checker/por.rs` checks
 //! the outcome on every model of the catalogue: verdicts and `sometimes` scenarios equal under every combination
 //! of symmetry and reduction, and the checked mode in the canonical states of the symmetric search.
 //!

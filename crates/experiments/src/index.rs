@@ -106,8 +106,8 @@ fn matrix_summary(results: &Path) -> Result<String, String> {
 pub fn render(results: &Path) -> Result<String, String> {
     let mut text = String::from(
         "# Results\n\nGenerated from the committed files of this folder: do not edit by hand. Every experiment binary \
-         rewrites it after writing into `results/`; `tests/experiments_index.rs` fails when it is stale. Each \
-         experiment's own README has its world, its tables and every chart.\n\n",
+         rewrites it after writing into `results/`; `tests/experiments/experiments_index.rs` fails when it is \
+         stale. Each experiment's own README has its world, its tables and every chart.\n\n",
     );
     text += "## Verdict matrix\n\n";
     text += &format!(

@@ -1,6 +1,6 @@
 //! The article's script against real SQLite with the library's article handler: five parallel requests with one
 //! key, then a repeat, then a changed body. Used by `examples/article_sqlite.rs` (which prints it) and by
-//! `tests/real_sqlite.rs` (which checks it).
+//! `tests/real/real_sqlite.rs` (which checks it).
 
 use crate::handler::designs::article::{self, ArticleKnobs, ClaimOutcome};
 use crate::handler::{Clock, Reply, Request, StoreResult};

@@ -1,7 +1,7 @@
 //! The lock the in-memory store is generic over, so that std, loom and shuttle run the same store code.
 //!
-//! loom and shuttle are dev-dependencies, so their implementations live in the tests (`tests/real_loom.rs`,
-//! `tests/real_shuttle.rs`), as newtypes over their `Mutex` and `Condvar`.
+//! loom and shuttle are dev-dependencies, so their implementations live in the tests (`tests/real/real_loom.rs`,
+//! `tests/real/real_shuttle.rs`), as newtypes over their `Mutex` and `Condvar`.
 
 /// A mutual-exclusion lock around a `T` that can also wait for a condition on it. Each call of [`Lock::with`] or
 /// [`Lock::with_when`] is one critical section; the store's atomicity is exactly what it puts inside one call.

@@ -6,7 +6,7 @@
 //! violation with a step slider and the state after each step.
 //!
 //! Apart from the time column the output is a function of the model files, so it can be committed and compared
-//! with a fresh run (`tests/report.rs`).
+//! with a fresh run (`tests/cli/report.rs`).
 
 mod diagram;
 mod explored;
