@@ -451,11 +451,8 @@ fn figures(cells: &[Cell]) -> String {
                 c.policy,
                 e.mean / 1000.0,
                 e.ci95 / 1000.0,
-                if c.collapsed_runs() > 0 {
-                    format!(" ({} runs collapsed)", c.collapsed_runs())
-                } else {
-                    String::new()
-                }
+                c.some_runs_collapsed()
+                    .map_or(String::new(), |n| format!(" ({n} runs collapsed)"))
             ),
             None => format!("{} (no recovered run)", c.policy),
         })

@@ -15,6 +15,11 @@ impl Cell {
     pub fn stays_collapsed(&self) -> bool {
         2 * self.collapsed_runs() >= self.recoveries.len()
     }
+
+    /// The count of collapsed runs of a policy that recovers, when there is one to mention.
+    pub fn some_runs_collapsed(&self) -> Option<usize> {
+        Some(self.collapsed_runs()).filter(|&n| n > 0)
+    }
 }
 
 /// The policies, split by whether they stay collapsed, each in grid order.
@@ -141,6 +146,8 @@ mod tests {
         let split = partition(&cells);
         assert_eq!(split.collapsed, vec![&cells[0]]);
         assert_eq!(split.recovered, vec![&cells[1]]);
+        assert_eq!(cells[1].some_runs_collapsed(), Some(1));
+        assert_eq!(cell(PolicyKind::NoRetries, 0).some_runs_collapsed(), None);
         assert!(claims(&cells)
             .iter()
             .all(|c| c.verdict == ClaimVerdict::Reproduced));
