@@ -39,75 +39,86 @@ pub fn partition(cells: &[Cell]) -> Partition<'_> {
 
 /// Plain retries stay collapsed, busy for nobody; no retries and every retry control recover.
 pub fn claims(cells: &[Cell]) -> Vec<Claim> {
-    let mut claims = Vec::new();
+    let three = cells.iter().find(|c| c.policy == PolicyKind::ThreeRetries);
+    vec![
+        stays_collapsed(three),
+        busy_for_nobody(three),
+        others_recover(cells),
+    ]
+}
+
+/// Plain retries keep the server collapsed after capacity is back.
+fn stays_collapsed(three: Option<&Cell>) -> Claim {
     let statement =
         "Plain retries keep the server collapsed after its capacity is back (metastable).";
     let criterion = "3-retries collapsed in at least half of the runs";
-    claims.push(
-        match cells.iter().find(|c| c.policy == PolicyKind::ThreeRetries) {
-            None => Claim::not_tested(statement, criterion),
-            Some(c) => Claim::new(
-                statement,
-                criterion,
-                ClaimVerdict::of(c.stays_collapsed()),
-                format!(
-                    "collapsed in {} of {} runs",
-                    c.collapsed_runs(),
-                    c.recoveries.len()
-                ),
+    match three {
+        None => Claim::not_tested(statement, criterion),
+        Some(c) => Claim::new(
+            statement,
+            criterion,
+            ClaimVerdict::of(c.stays_collapsed()),
+            format!(
+                "collapsed in {} of {} runs",
+                c.collapsed_runs(),
+                c.recoveries.len()
             ),
-        },
-    );
+        ),
+    }
+}
+
+/// While collapsed, the server is busy with answers nobody waits for.
+fn busy_for_nobody(three: Option<&Cell>) -> Claim {
     let statement = "While collapsed, the server works at full speed on answers nobody waits for.";
     let criterion =
         format!("3-retries' throughput in the last 10 s at least {WASTE_RATIO_MIN}x its goodput");
-    claims.push(
-        match cells.iter().find(|c| c.policy == PolicyKind::ThreeRetries) {
-            None => Claim::not_tested(statement, criterion),
-            Some(c) => Claim::new(
-                statement,
-                criterion,
-                ClaimVerdict::of(
-                    c.throughput_end.mean >= WASTE_RATIO_MIN * c.goodput_end.mean.max(1.0),
-                ),
-                format!(
-                    "goodput {:.0}/s, throughput {:.0}/s",
-                    c.goodput_end.mean, c.throughput_end.mean
-                ),
+    match three {
+        None => Claim::not_tested(statement, criterion),
+        Some(c) => Claim::new(
+            statement,
+            criterion,
+            ClaimVerdict::of(
+                c.throughput_end.mean >= WASTE_RATIO_MIN * c.goodput_end.mean.max(1.0),
             ),
-        },
-    );
+            format!(
+                "goodput {:.0}/s, throughput {:.0}/s",
+                c.goodput_end.mean, c.throughput_end.mean
+            ),
+        ),
+    }
+}
+
+/// No retries and every retry control let the server recover.
+fn others_recover(cells: &[Cell]) -> Claim {
     let statement = "No retries and every retry control let the server recover.";
     let criterion = "every other policy recovers in more than half of its runs";
     let others: Vec<&Cell> = cells
         .iter()
         .filter(|c| c.policy != PolicyKind::ThreeRetries)
         .collect();
-    claims.push(if others.is_empty() {
-        Claim::not_tested(statement, criterion)
-    } else {
-        let mut evidence: Vec<String> = others
-            .iter()
-            .map(|c| match c.recovery_ms() {
-                Some(e) => format!(
-                    "{} {:.1} s ({} of {} runs collapsed)",
-                    c.policy,
-                    e.mean / 1000.0,
-                    c.collapsed_runs(),
-                    c.recoveries.len()
-                ),
-                None => format!("{} never recovered", c.policy),
-            })
-            .collect();
-        evidence.sort();
-        Claim::new(
-            statement,
-            criterion,
-            ClaimVerdict::of(others.iter().all(|c| !c.stays_collapsed())),
-            format!("recovery after capacity is back: {}", evidence.join(", ")),
-        )
-    });
-    claims
+    if others.is_empty() {
+        return Claim::not_tested(statement, criterion);
+    }
+    let mut evidence: Vec<String> = others
+        .iter()
+        .map(|c| match c.recovery_ms() {
+            Some(e) => format!(
+                "{} {:.1} s ({} of {} runs collapsed)",
+                c.policy,
+                e.mean / 1000.0,
+                c.collapsed_runs(),
+                c.recoveries.len()
+            ),
+            None => format!("{} never recovered", c.policy),
+        })
+        .collect();
+    evidence.sort();
+    Claim::new(
+        statement,
+        criterion,
+        ClaimVerdict::of(others.iter().all(|c| !c.stays_collapsed())),
+        format!("recovery after capacity is back: {}", evidence.join(", ")),
+    )
 }
 
 #[cfg(test)]

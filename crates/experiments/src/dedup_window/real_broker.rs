@@ -207,6 +207,70 @@ fn duplicates(store: &SqliteStore) -> Result<u32, String> {
     Ok(effects.values().filter(|count| **count >= 2).count() as u32)
 }
 
+/// The cell's own stream and pull consumer, with the cell's window, ack wait and receive count.
+fn open_queue<'b>(
+    broker: &'b Broker,
+    index: usize,
+    config: &RealConfig,
+) -> Result<Queue<'b>, String> {
+    broker.queue(
+        &format!("W{index}"),
+        QueueOptions {
+            duplicate_window: config.window,
+            ack_wait: config.ack_wait,
+            max_deliver: i64::from(config.receives_max),
+        },
+    )
+}
+
+/// The republishes sent so far: the next one due, and how many the broker forwarded or got inside the window.
+#[derive(Default)]
+struct Republished {
+    next: usize,
+    forwarded: u32,
+    inside_window: u32,
+}
+
+impl Plan {
+    /// Sends every republish now due (the event's id as its message id under window dedup); whether any was.
+    fn send_due(
+        &mut self,
+        queue: &Queue<'_>,
+        config: &RealConfig,
+        producer_dedup: ProducerDedup,
+        started: Instant,
+        sent: &mut Republished,
+    ) -> Result<bool, String> {
+        let first = sent.next;
+        while sent.next < self.republish_at.len()
+            && started.elapsed() >= self.republish_at[sent.next].0
+        {
+            let event = self.republish_at[sent.next].1;
+            let id = format!("ev-{event}");
+            let message_id = (producer_dedup == ProducerDedup::Window).then_some(id.as_str());
+            let published = queue.publish(&id, message_id, "{}")?;
+            if started.elapsed() < self.published_from[event as usize] + config.window {
+                sent.inside_window += 1;
+            }
+            if !published.duplicate {
+                sent.forwarded += 1;
+                self.copy_of.insert(published.sequence, (event, 1));
+            }
+            sent.next += 1;
+        }
+        Ok(sent.next > first)
+    }
+}
+
+/// How long the cell must be quiet (nothing published, nothing handled) to be over, and when to stop anyway.
+fn quiet_and_give_up(config: &RealConfig) -> (Duration, Duration) {
+    let quiet = config.ack_wait * 2 + Duration::from_millis(300);
+    // Only a broker that never reports its consumer idle needs this: 30 s past every receive's ack wait, since a
+    // stalled machine has held one broker call past 5 s.
+    let give_up = quiet + config.ack_wait * config.receives_max + Duration::from_secs(30);
+    (quiet, give_up)
+}
+
 fn run_cell(
     url: &str,
     folder: &Path,
@@ -222,57 +286,23 @@ fn run_cell(
         provider: Provider::None,
     };
     let broker = Broker::connect(url)?;
-    let queue = broker.queue(
-        &format!("W{index}"),
-        QueueOptions {
-            duplicate_window: config.window,
-            ack_wait: config.ack_wait,
-            max_deliver: i64::from(config.receives_max),
-        },
-    )?;
+    let queue = open_queue(&broker, index, config)?;
     let path = folder.join(format!("window-{index}.db"));
     SqliteStore::create(&path).map_err(|e| e.to_string())?;
     let connect = || SqliteStore::open(&path, Clock::default()).map_err(|e| e.to_string());
     let events = config.events_per_cell;
     let stream_of = |event: u32| (index as u64 * u64::from(events) + u64::from(event)) * 64;
     let started = Instant::now();
-    let Plan {
-        republish_at,
-        mut copy_of,
-        published_from,
-    } = publish_originals(&queue, config, ratio, producer_dedup, stream_of, started)?;
-    let mut next_republish = 0;
-    let mut copies_forwarded = 0;
-    let mut copies_inside_window = 0;
+    let mut plan = publish_originals(&queue, config, ratio, producer_dedup, stream_of, started)?;
+    let mut sent = Republished::default();
     let mut last_activity = Instant::now();
-    let quiet = config.ack_wait * 2 + Duration::from_millis(300);
-    // Only a broker that never reports its consumer idle needs this: 30 s past every receive's ack wait, since a
-    // stalled machine has held one broker call past 5 s.
-    let give_up = quiet + config.ack_wait * config.receives_max + Duration::from_secs(30);
-    let before_effect_rows = inbox
-        .commits()
-        .iter()
-        .take_while(|commit| !commit.effect)
-        .count();
+    let (quiet, give_up) = quiet_and_give_up(config);
+    let before_effect_rows = inbox.commits().iter().take_while(|c| !c.effect).count();
     loop {
-        while next_republish < republish_at.len()
-            && started.elapsed() >= republish_at[next_republish].0
-        {
-            let event = republish_at[next_republish].1;
-            let id = format!("ev-{event}");
-            let message_id = (producer_dedup == ProducerDedup::Window).then_some(id.as_str());
-            let published = queue.publish(&id, message_id, "{}")?;
-            if started.elapsed() < published_from[event as usize] + config.window {
-                copies_inside_window += 1;
-            }
-            if !published.duplicate {
-                copies_forwarded += 1;
-                copy_of.insert(published.sequence, (event, 1));
-            }
-            next_republish += 1;
+        if plan.send_due(&queue, config, producer_dedup, started, &mut sent)? {
             last_activity = Instant::now();
         }
-        let done_publishing = next_republish == republish_at.len();
+        let done_publishing = sent.next == plan.republish_at.len();
         // Quiet on this side is not enough: a stalled machine (a slow fsync) can make a pending redelivery look
         // late. The broker says whether one is still due; past `give_up` (every receive used), stop anyway.
         if done_publishing
@@ -282,15 +312,16 @@ fn run_cell(
             break;
         }
         // Wait for a delivery no longer than until the next republish is due, so republishes go out on time.
-        let until_republish = republish_at
-            .get(next_republish)
+        let until_republish = plan
+            .republish_at
+            .get(sent.next)
             .map_or(FETCH_WAIT_MAX, |at| at.0.saturating_sub(started.elapsed()));
         let wait = until_republish.clamp(FETCH_WAIT_MIN, FETCH_WAIT_MAX);
         let Some(received) = queue.fetch(wait)? else {
             continue;
         };
         let delivery = received.delivery.clone();
-        let (event, copy) = copy_of[&delivery.stream_sequence];
+        let (event, copy) = plan.copy_of[&delivery.stream_sequence];
         let stream = stream_of(event) + 1 + copy * 16 + delivery.delivered;
         let fate = fate(config, stream, inbox.commits().len());
         let consumer = Consumer::new(connect()?, design, delivery);
@@ -305,8 +336,8 @@ fn run_cell(
         ratio,
         events,
         duplicates,
-        copies_forwarded,
-        copies_inside_window,
+        copies_forwarded: sent.forwarded,
+        copies_inside_window: sent.inside_window,
     })
 }
 

@@ -4,7 +4,7 @@ use super::action::Action;
 use super::described::{kind_of_action, DescribedStep, Party, StepKind};
 use super::events::{Event, Events};
 use super::state::*;
-use super::world::{HttpWorld, Transition};
+use super::world::{HttpWorld, Server, Transition, WorldOf};
 use crate::protocol::{KeyScope, Provider};
 
 fn client_name(client: u8) -> String {
@@ -79,13 +79,8 @@ impl HttpWorld {
         match *action {
             Action::Send { client } => {
                 let state = &after.clients[client as usize];
-                let op = OpRef {
-                    client,
-                    op: state.op,
-                };
+                let (op, body) = self.sent(client, state);
                 let key = self.key_for(client, state.op, state.attempts);
-                let body =
-                    &self.bodies[self.clients.operations[state.op as usize].body as usize].text;
                 format!(
                     "{} sends {} attempt {} ({}) body {}",
                     client_name(client),
@@ -427,5 +422,18 @@ fn describe_client_reaction(before: &State, after: &State, client: u8) -> String
             Some(OpOutcome::GaveUp) => "GIVES UP: attempts exhausted, outcome unknown".to_string(),
             _ => "noted".to_string(),
         },
+    }
+}
+
+impl<S: Server> WorldOf<S> {
+    /// The operation a client is on after its `Send` (or publish), and that operation's body as sent: both
+    /// narrators name it the same way.
+    pub(super) fn sent(&self, client: u8, state: &ClientState) -> (OpRef, &str) {
+        let op = OpRef {
+            client,
+            op: state.op,
+        };
+        let body = &self.bodies[self.clients.operations[state.op as usize].body as usize].text;
+        (op, body)
     }
 }

@@ -69,12 +69,7 @@ impl QueueWorld {
         match *action {
             Action::Send { client } => {
                 let state = &after.clients[client as usize];
-                let op = OpRef {
-                    client,
-                    op: state.op,
-                };
-                let body =
-                    &self.bodies[self.clients.operations[state.op as usize].body as usize].text;
+                let (op, body) = self.sent(client, state);
                 format!(
                     "producer C{} publishes {} {}: the broker makes it visible (delivery {})",
                     client + 1,
