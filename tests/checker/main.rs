@@ -15,7 +15,6 @@ mod model_support;
 mod determinism;
 mod own_protocol;
 mod por;
-#[cfg(feature = "real")] // `servers::missing`
 mod spin_twin;
 mod symmetry;
 mod timelines;
