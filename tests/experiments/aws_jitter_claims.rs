@@ -7,7 +7,6 @@ use retrylab::experiments::aws::sweep::find_cell;
 use retrylab::experiments::aws::{run_sweep, simulate_run, summarise, CellSummary, SweepConfig};
 use retrylab::experiments::ClaimVerdict;
 use retrylab::sim::run_rng;
-use retrylab::sim::stats::Estimate;
 
 const DECOR: Strategy = Strategy::Decorrelated { growth: 3 };
 
@@ -106,35 +105,37 @@ fn sweep_is_identical_on_one_thread_and_on_several() {
     assert_eq!(pooled(1), pooled(3));
 }
 
-fn synthetic(strategy: Strategy, clients: u32, calls: f64, time_ms: f64) -> CellSummary {
-    let exact = |mean| Estimate {
-        mean,
-        sd: 0.0,
-        ci95: 0.0,
-    };
-    CellSummary {
-        strategy,
-        clients,
-        runs: 2,
-        calls: exact(calls),
-        time_ms: exact(time_ms),
-        latency_ms_p50: exact(time_ms / 2.0),
-        latency_ms_p99: exact(time_ms),
-        event_count: 0,
-    }
-}
-
 #[test]
 fn claim_evaluator_says_no_when_the_data_disagree() {
     // A world where exponential is the best on everything and work grows linearly.
     let mut cells = Vec::new();
     for clients in [50, 100, 150] {
         let n = f64::from(clients);
-        cells.push(synthetic(Strategy::None, clients, 9.0 * n, 50.0 * n));
-        cells.push(synthetic(Strategy::Exponential, clients, n, 10.0 * n));
-        cells.push(synthetic(Strategy::EqualJitter, clients, 2.0 * n, 20.0 * n));
-        cells.push(synthetic(Strategy::FullJitter, clients, 4.0 * n, 20.0 * n));
-        cells.push(synthetic(DECOR, clients, 3.0 * n, 30.0 * n));
+        cells.push(CellSummary::exact(
+            Strategy::None,
+            clients,
+            9.0 * n,
+            50.0 * n,
+        ));
+        cells.push(CellSummary::exact(
+            Strategy::Exponential,
+            clients,
+            n,
+            10.0 * n,
+        ));
+        cells.push(CellSummary::exact(
+            Strategy::EqualJitter,
+            clients,
+            2.0 * n,
+            20.0 * n,
+        ));
+        cells.push(CellSummary::exact(
+            Strategy::FullJitter,
+            clients,
+            4.0 * n,
+            20.0 * n,
+        ));
+        cells.push(CellSummary::exact(DECOR, clients, 3.0 * n, 30.0 * n));
     }
     let claims = evaluate(&cells);
     assert_eq!(claims.len(), 7);

@@ -449,24 +449,9 @@ pub fn decorrelated(cells: &[CellSummary], n: u32) -> Option<Decorrelated<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::stats::Estimate;
 
     fn cell(strategy: Strategy, calls: f64, time_ms: f64) -> CellSummary {
-        let exact = |mean| Estimate {
-            mean,
-            sd: 0.0,
-            ci95: 0.0,
-        };
-        CellSummary {
-            strategy,
-            clients: 100,
-            runs: 2,
-            calls: exact(calls),
-            time_ms: exact(time_ms),
-            latency_ms_p50: exact(time_ms / 2.0),
-            latency_ms_p99: exact(time_ms),
-            event_count: 0,
-        }
+        CellSummary::exact(strategy, 100, calls, time_ms)
     }
 
     fn post(none_time_ms: f64) -> Vec<CellSummary> {
