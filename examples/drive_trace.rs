@@ -5,9 +5,9 @@
 //! next to the model's. Exit codes: 0 real code and model agreed, 1 they diverged, 2 bad input.
 
 use retrylab::builtin::Action;
-use retrylab::handler::lockstep::SqliteBackend;
 use retrylab::real::drive::{DriveError, DriveReport, Driver};
 use retrylab::real::{MemoryBackend, StdLock, Tables};
+use retrylab::runner::lockstep::SqliteBackend;
 use retrylab::spec;
 use std::process::ExitCode;
 

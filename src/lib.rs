@@ -107,16 +107,7 @@ pub use retrylab_real::{graybox, stack};
 pub use retrylab_real::{loopback, real, runner, stores};
 pub use retrylab_servers as servers;
 pub use retrylab_sim::{atomic, backoff, plot, sim};
-pub use retrylab_worlds::{builtin, input, protocol, spec};
-
-/// The handler API and world (`retrylab_worlds::handler`), with the real stores and the runner beside it.
-pub mod handler {
-    #[cfg(feature = "real")]
-    pub use retrylab_real::runner::lockstep;
-    #[cfg(feature = "real")]
-    pub use retrylab_real::stores::{postgres, sqlite};
-    pub use retrylab_worlds::handler::*;
-}
+pub use retrylab_worlds::{builtin, handler, input, protocol, spec};
 
 /// Reports (`retrylab_worlds::report`), with the explorer's server.
 pub mod report {

@@ -3,12 +3,12 @@
 //! select-then-insert negative control step by step, `on-error`, and the TTL reaper.
 
 use retrylab::handler::designs::article::{self, ArticleKnobs, ClaimOutcome, Record};
-use retrylab::handler::sqlite::SqliteStore;
 use retrylab::handler::{Clock, Handler, Reply, Request, Store};
 use retrylab::protocol::{status, Claim, Decision, Lease, OnError};
 use retrylab::real::article::{article_request, run_article};
 use retrylab::runner::stepped::{is_effect, is_transaction_end};
 use retrylab::runner::{run_now, Stepped};
+use retrylab::stores::sqlite::SqliteStore;
 use std::path::{Path, PathBuf};
 
 const LEASE_MS: u64 = 30_000;

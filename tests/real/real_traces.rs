@@ -9,9 +9,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use retrylab::builtin::{Action, Event, HttpWorld, WorldProperty};
 use retrylab::check::{self, Model as _, Verdict};
-use retrylab::handler::lockstep::SqliteBackend;
 use retrylab::real::drive::{self, DriveReport, Driver};
 use retrylab::real::{MemoryBackend, StdLock, Tables};
+use retrylab::runner::lockstep::SqliteBackend;
 use retrylab::spec::{self, ModelFile};
 use std::path::Path;
 

@@ -9,8 +9,8 @@ use crate::explore_support;
 
 use handlers::Visit;
 use retrylab::check::{Model, Verdict};
-use retrylab::handler::lockstep::{drive, Backend, Lockstep, PostgresBackend, SqliteBackend};
 use retrylab::handler::{Handler, HandlerWorld, Worker};
+use retrylab::runner::lockstep::{drive, Backend, Lockstep, PostgresBackend, SqliteBackend};
 use retrylab::servers::postgres::TempPostgres;
 
 struct Replay {
