@@ -375,33 +375,45 @@ fn http_violations(before: &State, after: &State, events: Events) -> Vec<String>
     } else {
         "DUPLICATE EFFECT: this operation now has two payments"
     };
-    [
-        (Event::DuplicateEffect, duplicate),
-        (
-            Event::SuccessWithoutEffect,
-            "LOST EFFECT: success reported, but no payment exists for this operation",
-        ),
-        (
-            Event::InconsistentReplay,
-            "INCONSISTENT REPLAY: another success for this operation said otherwise",
-        ),
-        (
-            Event::CrossClientResponse,
-            "CROSS-CLIENT RESPONSE: the payment belongs to another client",
-        ),
-        (
-            Event::MismatchForSameBody,
-            "WRONG 422: the body did not change",
-        ),
-        (
-            Event::ConflictWithoutOwner,
-            "WRONG 409: nobody is executing the original request",
-        ),
-    ]
-    .into_iter()
-    .filter(|(event, _)| events.has(*event))
-    .map(|(_, note)| note.to_string())
-    .collect()
+    violation_notes(events, duplicate, &HTTP_VIOLATIONS)
+}
+
+/// What an HTTP world's violations say, but for the duplicate effect (its text depends on the step).
+const HTTP_VIOLATIONS: [(Event, &str); 5] = [
+    (
+        Event::SuccessWithoutEffect,
+        "LOST EFFECT: success reported, but no payment exists for this operation",
+    ),
+    (
+        Event::InconsistentReplay,
+        "INCONSISTENT REPLAY: another success for this operation said otherwise",
+    ),
+    (
+        Event::CrossClientResponse,
+        "CROSS-CLIENT RESPONSE: the payment belongs to another client",
+    ),
+    (
+        Event::MismatchForSameBody,
+        "WRONG 422: the body did not change",
+    ),
+    (
+        Event::ConflictWithoutOwner,
+        "WRONG 409: nobody is executing the original request",
+    ),
+];
+
+/// The notes of the violations `events` holds, the duplicate effect's first, then `rest` in its order: both
+/// narrators' (HTTP and queue) notes are made here.
+pub(super) fn violation_notes(
+    events: Events,
+    duplicate: &str,
+    rest: &[(Event, &str)],
+) -> Vec<String> {
+    std::iter::once((Event::DuplicateEffect, duplicate))
+        .chain(rest.iter().copied())
+        .filter(|(event, _)| events.has(*event))
+        .map(|(_, note)| note.to_string())
+        .collect()
 }
 
 fn describe_client_reaction(before: &State, after: &State, client: u8) -> String {

@@ -214,21 +214,7 @@ impl QueueWorld {
         } else {
             "DUPLICATE EFFECT: this event has now been processed twice"
         };
-        [
-            (Event::DuplicateEffect, duplicate),
-            (
-                Event::SuccessWithoutEffect,
-                "LOST EFFECT: acked, but this event was never processed",
-            ),
-            (
-                Event::InconsistentReplay,
-                "INCONSISTENT REPLAY: another ack for this event said otherwise",
-            ),
-        ]
-        .into_iter()
-        .filter(|(event, _)| events.has(*event))
-        .map(|(_, note)| note.to_string())
-        .collect()
+        super::describe::violation_notes(events, duplicate, &QUEUE_VIOLATIONS)
     }
 
     fn describe_republish(
@@ -388,3 +374,15 @@ impl QueueWorld {
         }
     }
 }
+
+/// What a queue world's violations say, but for the duplicate effect (its text depends on the step).
+const QUEUE_VIOLATIONS: [(Event, &str); 2] = [
+    (
+        Event::SuccessWithoutEffect,
+        "LOST EFFECT: acked, but this event was never processed",
+    ),
+    (
+        Event::InconsistentReplay,
+        "INCONSISTENT REPLAY: another ack for this event said otherwise",
+    ),
+];
