@@ -4,6 +4,7 @@
 use super::fingerprint::state_fingerprint;
 use super::level::{Level, Successors};
 use super::model::{Model, Observation};
+use super::parts::{PartSpans, ALL_PARTS};
 use super::plan::Plan;
 use super::por::{self, Reduction};
 use super::visited::{shard_of, Visited, SHARDS};
@@ -108,6 +109,14 @@ impl<M: Model> Output<M> {
     }
 }
 
+/// A frontier state being expanded: its id, itself, its packing and where its parts lie in it.
+struct Parent<'a, M: Model> {
+    id: u32,
+    state: &'a M::State,
+    bytes: &'a [u8],
+    spans: &'a PartSpans,
+}
+
 /// Expand the states `unit` of the level into `out`; `insert_round` and `keep_new` then drop the successors
 /// visited before.
 pub(crate) fn expand_unit<M: Model>(
@@ -115,19 +124,18 @@ pub(crate) fn expand_unit<M: Model>(
     unit: std::ops::Range<usize>,
     out: &mut Output<M>,
 ) {
-    let UnitInput {
-        model, plan, level, ..
-    } = *input;
+    let UnitInput { model, level, .. } = *input;
     out.clear();
-    let mut seen = vec![false; plan.properties.len()];
+    let mut seen = vec![false; input.plan.properties.len()];
     let mut actions = Vec::with_capacity(32);
     let mut state = model.init_state();
     let mut next = model.init_state();
     let mut scratch = Vec::new();
     let mut explored = Vec::with_capacity(32);
+    let mut spans = PartSpans::default();
     for index in unit {
         let parent = level.first_id + index as u32;
-        level.load(model, index, &mut state);
+        let bytes = level.load_parts(model, index, &mut state, &mut spans);
         super::model::enabled(model, &state, &mut actions);
         let at_rest = judge_parent(input, &state, &actions, parent, &mut seen, out);
         let reduced = input.reduction.reduce
@@ -146,34 +154,71 @@ pub(crate) fn expand_unit<M: Model>(
         }
         out.reduced_states += u64::from(reduced);
         out.transitions += explored.len() as u64;
+        // One copy of the parent per state; each action's successor is made in it and put back after.
+        next.clone_from(&state);
+        let from = Parent {
+            id: parent,
+            state: &state,
+            bytes,
+            spans: &spans,
+        };
         for &action_index in &explored {
-            let action = &actions[action_index];
-            next.clone_from(&state);
-            let observed = model.apply(&mut next, action);
-            if input.symmetry {
-                model.canonicalize_in_place(&mut next);
-            }
-            let step = Step {
-                parent,
-                action_index: action_index as u16,
-            };
-            if out.observed.union(observed) != out.observed {
-                out.observed = out.observed.union(observed);
-                out.firsts.push((step, observed));
-            }
-            if observed.intersects(plan.violating) {
-                out.violations.push((step, observed));
-            }
-            judge_state(plan, model, &next, step, &mut seen, out);
-            let fingerprint = out
-                .successors
-                .push(model, &next, parent, action_index as u16);
-            if input.record_graph {
-                record_edge(model, &state, action, step, fingerprint, out);
-            }
+            expand_action(
+                input,
+                &from,
+                &actions,
+                action_index,
+                &mut next,
+                &mut seen,
+                out,
+            );
         }
     }
     by_shard(out);
+}
+
+/// The successor of `parent` by action `action_index`, made in `next` (equal to the parent before and after):
+/// judged, and recorded as a candidate.
+#[inline]
+fn expand_action<M: Model>(
+    input: &UnitInput<M>,
+    parent: &Parent<'_, M>,
+    actions: &[M::Action],
+    action_index: usize,
+    next: &mut M::State,
+    seen: &mut [bool],
+    out: &mut Output<M>,
+) {
+    let UnitInput { model, plan, .. } = *input;
+    let action = &actions[action_index];
+    let (observed, mut touched) = model.apply_touching(next, action);
+    if input.symmetry {
+        model.canonicalize_in_place(next);
+        touched = ALL_PARTS;
+    }
+    let step = Step {
+        parent: parent.id,
+        action_index: action_index as u16,
+    };
+    if out.observed.union(observed) != out.observed {
+        out.observed = out.observed.union(observed);
+        out.firsts.push((step, observed));
+    }
+    if observed.intersects(plan.violating) {
+        out.violations.push((step, observed));
+    }
+    judge_state(plan, model, next, step, seen, out);
+    let fingerprint = out.successors.push_successor(
+        model,
+        next,
+        (parent.bytes, parent.spans, touched),
+        parent.id,
+        action_index as u16,
+    );
+    if input.record_graph {
+        record_edge(model, parent.state, action, step, fingerprint, out);
+    }
+    model.restore(next, parent.state, touched);
 }
 
 /// A frontier state's own findings: whether it is at rest (only faults enabled), the `eventually`

@@ -4,6 +4,7 @@
 
 use super::fingerprint::{hashed_fingerprint, packed_fingerprint};
 use super::model::Model;
+use super::parts::PartSpans;
 use rayon::prelude::*;
 
 /// A successor waiting for the visited set's verdict: its fingerprint, how it was reached, and where it lies
@@ -63,6 +64,27 @@ impl<M: Model> Level<M> {
             model.unpack_into(&self.bytes[start as usize..end as usize], state);
         } else {
             state.clone_from(&self.states[index]);
+        }
+    }
+
+    /// `load`, noting where the parts of the state lie (`Model::unpack_parts`); the state's packing (empty
+    /// when the model does not pack).
+    #[inline]
+    pub fn load_parts(
+        &self,
+        model: &M,
+        index: usize,
+        state: &mut M::State,
+        spans: &mut PartSpans,
+    ) -> &[u8] {
+        if M::PACKED {
+            let start = if index == 0 { 0 } else { self.ends[index - 1] };
+            let bytes = &self.bytes[start as usize..self.ends[index] as usize];
+            model.unpack_parts(bytes, state, spans);
+            bytes
+        } else {
+            state.clone_from(&self.states[index]);
+            &[]
         }
     }
 
@@ -179,6 +201,33 @@ impl<M: Model> Successors<M> {
             parent,
             action_index,
             span,
+        });
+        fingerprint
+    }
+
+    /// `push` for a successor that differs from its parent (packed as `parent`, its parts at `spans`) only in
+    /// the parts of `touched`: packed from the parent's bytes (`Model::pack_successor`).
+    #[inline]
+    pub fn push_successor(
+        &mut self,
+        model: &M,
+        next: &M::State,
+        from: (&[u8], &PartSpans, u32),
+        parent: u32,
+        action_index: u16,
+    ) -> u64 {
+        if !M::PACKED {
+            return self.push(model, next, parent, action_index);
+        }
+        let (parent_bytes, spans, touched) = from;
+        let start = self.bytes.len();
+        model.pack_successor(next, touched, parent_bytes, spans, &mut self.bytes);
+        let fingerprint = packed_fingerprint(&self.bytes[start..]);
+        self.candidates.push(Candidate {
+            fingerprint,
+            parent,
+            action_index,
+            span: (start as u32, self.bytes.len() as u32),
         });
         fingerprint
     }

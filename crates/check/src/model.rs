@@ -125,6 +125,45 @@ pub trait Model: Sized + Sync {
         unreachable!("Model::unpack_into called on a model whose PACKED is false")
     }
 
+    /// [`Model::apply`], and which parts of the state it may have changed: a mask of parts the model numbers
+    /// itself (bit `i` is part `i`, as in [`crate::PartSpans`]). Promises that every part outside the mask is
+    /// as it was. The default, [`crate::ALL_PARTS`], promises nothing.
+    #[inline]
+    fn apply_touching(&self, state: &mut Self::State, action: &Self::Action) -> (Self::Obs, u32) {
+        (self.apply(state, action), crate::ALL_PARTS)
+    }
+
+    /// [`Model::unpack_into`], noting where each part of the state lies in `bytes` (for
+    /// [`Model::pack_successor`]). The default notes nothing.
+    #[inline]
+    fn unpack_parts(&self, bytes: &[u8], state: &mut Self::State, _spans: &mut crate::PartSpans) {
+        self.unpack_into(bytes, state)
+    }
+
+    /// Append the packing of `next`, a state that differs from the one packed in `parent` (its parts at
+    /// `spans`, as `unpack_parts` noted them) only in the parts of `touched`: the same bytes as
+    /// [`Model::pack`], written by copying the parent's around the touched parts (`crate::splice_parts`).
+    /// The default packs `next` in full.
+    #[inline]
+    fn pack_successor(
+        &self,
+        next: &Self::State,
+        _touched: u32,
+        _parent: &[u8],
+        _spans: &crate::PartSpans,
+        out: &mut Vec<u8>,
+    ) {
+        self.pack(next, out)
+    }
+
+    /// Make `next` equal to `state` again, given that they differ only in the parts of `touched` (the explorer
+    /// applies every action of a state to one copy of it and puts the copy back after each). The default
+    /// copies the whole state.
+    #[inline]
+    fn restore(&self, next: &mut Self::State, state: &Self::State, _touched: u32) {
+        next.clone_from(state)
+    }
+
     /// Symmetry reduction: the canonical representative of the state's symmetry class (for example, clients
     /// sorted), or `None` when the model has no symmetry. Any choice within the class is sound; properties must
     /// not tell symmetric states apart. Counterexamples are mapped back to the unreduced model by the checker

@@ -106,11 +106,38 @@ macro_rules! shared_hooks {
         fn unpack_into(&self, bytes: &[u8], state: &mut State) {
             super::pack::unpack_into(bytes, state)
         }
+
+        #[inline]
+        fn unpack_parts(&self, bytes: &[u8], state: &mut State, spans: &mut check::PartSpans) {
+            super::pack::unpack_parts(bytes, state, spans)
+        }
+
+        #[inline]
+        fn pack_successor(
+            &self,
+            next: &State,
+            touched: u32,
+            parent: &[u8],
+            spans: &check::PartSpans,
+            out: &mut Vec<u8>,
+        ) {
+            super::parts::pack_successor(next, touched, parent, spans, out)
+        }
+
+        #[inline]
+        fn restore(&self, next: &mut State, state: &State, touched: u32) {
+            super::parts::restore(next, state, touched)
+        }
     };
 }
 
 impl<S: Server> check::Model for WorldOf<S> {
     shared_hooks!(WorldOf<S>);
+
+    #[inline]
+    fn apply_touching(&self, state: &mut State, action: &Action) -> (Events, u32) {
+        WorldOf::apply_touching(self, state, action)
+    }
 
     /// Every non-fault action makes progress that is never undone (attempts and tokens only grow, messages are
     /// consumed, handler steps advance or restart with a new claim), and faults have budgets.
@@ -162,6 +189,11 @@ impl<S: Server> check::Model for WorldOf<S> {
 
 impl check::Model for World {
     shared_hooks!(World);
+
+    #[inline]
+    fn apply_touching(&self, state: &mut State, action: &Action) -> (Events, u32) {
+        dispatch!(self, world => world.apply_touching(state, action))
+    }
 
     fn acyclic(&self) -> bool {
         dispatch!(self, world => check::Model::acyclic(world))

@@ -20,6 +20,7 @@ mod events;
 mod http;
 mod independence;
 mod pack;
+mod parts;
 mod properties;
 mod queue;
 mod sorted_map;

@@ -8,10 +8,14 @@
 //! (tests/pack.rs checks both on explored states). The only way two distinct states share a fingerprint is
 //! therefore a 64-bit hash collision.
 
+use super::config::Faults;
+use super::parts;
+use super::sorted_map::SortedMap;
 use super::state::{
     ClientPhase, ClientState, Job, JobStep, Key, Message, OpOutcome, OpRef, Payment, Proc, Record,
     RecordStatus, Request, Response, State, Store,
 };
+use crate::check::PartSpans;
 use smallvec::SmallVec;
 
 /// Appends fields to the packing. Variable-length items (an idle process is one byte, a busy one up to 16)
@@ -187,30 +191,55 @@ impl Writer<'_> {
         }
     }
 
-    fn store(&mut self, store: &Store) {
-        self.count(store.records.len());
-        for (key, record) in &store.records {
+    fn network(&mut self, network: &SortedMap<Message, u8, 8>) {
+        self.count(network.len());
+        for (message, count) in network {
+            self.message(message, *count);
+        }
+    }
+
+    fn records(&mut self, records: &SortedMap<Key, Record, 4>) {
+        self.count(records.len());
+        for (key, record) in records {
             self.record(*key, record);
         }
-        self.count(store.payments.len());
-        for (owner, executions) in &store.payments {
+    }
+
+    fn payments(&mut self, payments: &SortedMap<OpRef, u8, 4>) {
+        self.count(payments.len());
+        for (owner, executions) in payments {
             self.op(*owner);
             self.byte(*executions);
         }
-        self.count(store.versions.len());
-        for (key, version) in &store.versions {
+    }
+
+    fn versions(&mut self, versions: &SortedMap<Key, u8, 4>) {
+        self.count(versions.len());
+        for (key, version) in versions {
             self.key(*key);
             self.byte(*version);
         }
-        self.count(store.provider_charges.len());
-        for (owner, key) in &store.provider_charges {
+    }
+
+    fn charges(&mut self, charges: &[(OpRef, Key)]) {
+        self.count(charges.len());
+        for (owner, key) in charges {
             self.op(*owner);
             self.key(*key);
         }
     }
+
+    fn first_success(&mut self, first_success: &SortedMap<OpRef, Option<Payment>, 4>) {
+        self.count(first_success.len());
+        for (owner, payload) in first_success {
+            self.op(*owner);
+            self.payment(*payload);
+        }
+    }
 }
 
-/// Append the packing of `state` to `out`.
+/// Append the packing of `state` to `out`: its parts (`parts.rs`) in order, with the counts of clients and
+/// processes before the first of each.
 pub(crate) fn pack(state: &State, out: &mut Vec<u8>) {
     out.reserve(256);
     let mut out = Writer(out);
@@ -218,21 +247,34 @@ pub(crate) fn pack(state: &State, out: &mut Vec<u8>) {
     for client in &state.clients {
         out.client(client);
     }
-    out.count(state.network.len());
-    for (message, count) in &state.network {
-        out.message(message, *count);
-    }
+    out.network(&state.network);
     out.count(state.procs.len());
     for proc in &state.procs {
         out.proc(proc);
     }
-    out.store(&state.store);
-    out.count(state.first_success.len());
-    for (owner, payload) in &state.first_success {
-        out.op(*owner);
-        out.payment(*payload);
-    }
+    out.records(&state.store.records);
+    out.payments(&state.store.payments);
+    out.versions(&state.store.versions);
+    out.charges(&state.store.provider_charges);
+    out.first_success(&state.first_success);
     out.put(state.budgets.to_array());
+}
+
+/// Append part `part` of `state` (numbered as in `parts.rs`), as `pack` writes it.
+#[inline]
+pub(crate) fn pack_part(state: &State, part: usize, out: &mut Vec<u8>) {
+    let mut out = Writer(out);
+    match part {
+        parts::NETWORK => out.network(&state.network),
+        parts::RECORDS => out.records(&state.store.records),
+        parts::PAYMENTS => out.payments(&state.store.payments),
+        parts::VERSIONS => out.versions(&state.store.versions),
+        parts::CHARGES => out.charges(&state.store.provider_charges),
+        parts::FIRST_SUCCESS => out.first_success(&state.first_success),
+        parts::BUDGETS => out.put(state.budgets.to_array()),
+        _ if part >= parts::PROC_0 => out.proc(&state.procs[part - parts::PROC_0]),
+        _ => out.client(&state.clients[part - parts::CLIENT_0]),
+    }
 }
 
 /// Reads back what `pack` wrote. The bytes come from `pack` only, so a short or malformed input is a bug and
@@ -394,30 +436,39 @@ impl Reader<'_> {
         }
     }
 
-    fn store_into(&mut self, store: &mut Store) {
+    /// The store's four parts, each noted in `spans`.
+    fn store_into(&mut self, store: &mut Store, spans: &mut PartSpans) {
+        let start = self.at;
         store.records.clear();
         for _ in 0..self.byte() {
             let key = self.key();
             let record = self.record();
             store.records.push_last(key, record);
         }
+        spans.set(parts::RECORDS, start, self.at);
+        let start = self.at;
         store.payments.clear();
         for _ in 0..self.byte() {
             let op = self.op();
             let executions = self.byte();
             store.payments.push_last(op, executions);
         }
+        spans.set(parts::PAYMENTS, start, self.at);
+        let start = self.at;
         store.versions.clear();
         for _ in 0..self.byte() {
             let key = self.key();
             let version = self.byte();
             store.versions.push_last(key, version);
         }
+        spans.set(parts::VERSIONS, start, self.at);
+        let start = self.at;
         store.provider_charges.clear();
         for _ in 0..self.byte() {
             let charge = (self.op(), self.key());
             store.provider_charges.push(charge);
         }
+        spans.set(parts::CHARGES, start, self.at);
     }
 }
 
@@ -438,6 +489,11 @@ fn unpack(bytes: &[u8]) -> State {
 
 /// `unpack` into an existing state, reusing its buffers (the explorer unpacks every frontier state).
 pub(crate) fn unpack_into(bytes: &[u8], state: &mut State) {
+    unpack_parts(bytes, state, &mut PartSpans::default());
+}
+
+/// `unpack_into`, noting where each part (`parts.rs`) lies in `bytes`.
+pub(crate) fn unpack_parts(bytes: &[u8], state: &mut State, spans: &mut PartSpans) {
     let mut reader = Reader { bytes, at: 0 };
     let clients = reader.byte() as usize;
     state.clients.truncate(clients);
@@ -451,27 +507,36 @@ pub(crate) fn unpack_into(bytes: &[u8], state: &mut State) {
             copies: 0,
         });
     }
-    for client in &mut state.clients {
+    for (index, client) in state.clients.iter_mut().enumerate() {
+        let start = reader.at;
         reader.client_into(client);
+        spans.set(parts::CLIENT_0 + index, start, reader.at);
     }
+    let start = reader.at;
     state.network.clear();
     for _ in 0..reader.byte() {
         let message = reader.message();
         let count = reader.byte();
         state.network.push_last(message, count);
     }
+    spans.set(parts::NETWORK, start, reader.at);
     state.procs.clear();
-    for _ in 0..reader.byte() {
+    for index in 0..reader.byte() as usize {
+        let start = reader.at;
         let proc = reader.proc();
         state.procs.push(proc);
+        spans.set(parts::PROC_0 + index, start, reader.at);
     }
-    reader.store_into(&mut state.store);
+    reader.store_into(&mut state.store, spans);
+    let start = reader.at;
     state.first_success.clear();
     for _ in 0..reader.byte() {
         let op = reader.op();
         let payload = reader.payment();
         state.first_success.push_last(op, payload);
     }
+    spans.set(parts::FIRST_SUCCESS, start, reader.at);
+    spans.set(parts::BUDGETS, reader.at, reader.at + Faults::KINDS);
     state.budgets = super::budget::Budgets::new(reader.take());
     debug_assert_eq!(reader.at, bytes.len(), "unpack read every byte");
 }
