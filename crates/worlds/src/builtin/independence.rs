@@ -126,9 +126,14 @@ impl<S: Server> WorldOf<S> {
             return;
         }
         self.server_side_set(state, actions, out);
-        if self.server.key_scope() != KeyScope::PerClient {
-            return;
+        if self.server.key_scope() == KeyScope::PerClient {
+            self.smallest_part(state, actions, out);
         }
+    }
+
+    /// The part of the client whose part has the fewest enabled actions, among those that may be declared,
+    /// into `out` when `out` is empty or holds more. Sound under per-client key scope only (the module docs).
+    pub(super) fn smallest_part(&self, state: &State, actions: &[Action], out: &mut Vec<usize>) {
         let mut smallest: Option<(usize, u8)> = None;
         for client in 0..state.clients.len() as u8 {
             let Some(size) = self.part_size(state, actions, client) else {

@@ -1,8 +1,8 @@
-//! The twin of the client's-part declaration: the same set declared without its first condition (no request
-//! of the client in the network) is wrong, and the checked mode catches it. With the requests of two clients
-//! waiting for the idle processes, the first client's part holds its deliveries, and each of them races the
-//! other client's delivery to the same process: no action of the set stays enabled whatever else happens (no
-//! key). And the real declaration, checked, keeps the verdicts of the design it is made for.
+//! The twin of the client's-part declaration: the same set declared under global key scope, where two clients'
+//! operations share a key, is wrong, and the checked mode catches it. There a key belongs to no one client: a
+//! process of client 2 may hold the claim on the key whose lease expiry is client 1's, so crashing it turns the
+//! expiry from a pause (a fault that spends its budget) into time passing, and the two orders differ. And the
+//! real declaration, checked, keeps the verdicts of the design it is made for.
 
 use super::super::checked::properties;
 use super::super::events::Events;
@@ -10,7 +10,7 @@ use super::super::world::{HttpWorld, World};
 use super::*;
 use crate::check::{self, Model as _, Por, Verdict};
 
-/// The lease-fenced design, declaring a client's part while its request waits for a process.
+/// A world declaring the smallest client's part whatever its key scope.
 struct Careless(HttpWorld);
 
 impl check::Model for Careless {
@@ -42,22 +42,12 @@ impl check::Model for Careless {
         true
     }
 
-    /// The part of the first client with a request in the network, where the real declaration declares none.
+    fn independent_of_rest(&self, state: &State, action: &Action) -> bool {
+        self.0.independent_of_rest(state, action)
+    }
+
     fn persistent_set(&self, state: &State, actions: &[Action], out: &mut Vec<usize>) {
-        let requested = state.network.keys().find_map(|message| match message {
-            Message::Request(request) => Some(request.from.client),
-            Message::Response(_) => None,
-        });
-        let Some(client) = requested else {
-            return;
-        };
-        let part = (0..actions.len()).filter(|&index| in_part(state, client, &actions[index]));
-        if part
-            .clone()
-            .any(|index| !self.0.is_fault(state, &actions[index]))
-        {
-            out.extend(part);
-        }
+        self.0.smallest_part(state, actions, out)
     }
 }
 
@@ -88,17 +78,25 @@ fn the_declared_part_keeps_every_verdict_on_the_lease_fenced_design() {
 }
 
 #[test]
-fn a_part_declared_with_a_request_in_the_network_is_caught_by_the_checked_mode() {
-    let careless = Careless(lease_fenced());
+fn a_part_declared_where_clients_share_a_key_is_caught_by_the_checked_mode() {
+    let global = World::Http(lease_fenced())
+        .to_builder()
+        .key_scope(KeyScope::Global)
+        .build()
+        .expect("a valid knob");
+    let World::Http(global) = global else {
+        panic!("an HTTP world")
+    };
+    let careless = Careless(global);
     let caught = std::panic::catch_unwind(|| careless.checker().por(Por::Checked).bfs());
     let message = *caught
         .expect_err("checked mode tests the declaration")
         .downcast::<String>()
         .unwrap();
     assert!(
-        message.contains("DeliverRequest")
-            && message.contains("in the declared persistent set")
-            && message.contains("no key"),
+        message.contains("in the declared persistent set")
+            && message.contains("is not independent of ExpireLease")
+            && message.contains("the two orders reach different states"),
         "{message}"
     );
 }
