@@ -438,7 +438,7 @@ fn a_liveness_counterexample_says_what_is_unresolved_and_shows_its_slice() {
     assert_eq!(json["steps"], 27);
     assert_eq!(
         json["slice_steps"],
-        serde_json::json!([1, 4, 5, 6, 7, 8, 21, 22, 23, 24, 25, 26, 27])
+        serde_json::json!([1, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15])
     );
     assert_eq!(json["unresolved"][0]["operation"], "C1.op1");
     assert_eq!(json["unresolved"][0]["reason"], "gave-up");

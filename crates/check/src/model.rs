@@ -95,11 +95,13 @@ pub trait Model: Sized + Sync {
 
     /// Partial-order reduction, when no single action is independent of the rest: a persistent set of the
     /// enabled `actions` of `state`, as indices into `actions` in increasing order, pushed onto `out` (left
-    /// empty to declare none). Pushing promises that along every path from `state` that takes no action of the
-    /// set, every action taken is independent of every action of the set where it is taken, and the set's
-    /// actions stay enabled with their fault status unchanged; that each of them leaves every state-judged
-    /// `always` or `sometimes` predicate as it was; that the set holds a non-fault action; and, on a model that
-    /// promises `acyclic`, that no fault of the set lies on a cycle (it spends a budget). The search uses
+    /// empty to declare none). Pushing promises C1 of `check::por` for every path from `state` that takes no
+    /// action of the set: each action of the set that is enabled at the path's end could have been taken first
+    /// (to the same state, every step observing the same), and some non-fault action of the set (the key)
+    /// stays enabled and a non-fault action along it (a set whose actions stay enabled and are independent of
+    /// every action of such a path, where it is taken, promises both); that each of them leaves every
+    /// state-judged `always` or `sometimes` predicate as it was; and, on a model that promises `acyclic`, that
+    /// no fault of the set lies on a cycle (it spends a budget). The search uses
     /// the set only when it is smaller than `actions`. With symmetry the answer must be symmetric, as for
     /// `independent_of_rest`. The default declares none.
     fn persistent_set(

@@ -13,9 +13,19 @@
 //! each observes the same (its `Model::Obs`) in either order. The reduction rests on these conditions:
 //!
 //! - **C0, non-emptiness**: `ample(s)` is empty only where nothing is enabled.
-//! - **C1, persistence** (the model's declaration): along every path from `s` that takes no action of `T`,
-//!   every action taken is independent of every action of `T` in the state where it is taken, and the actions
-//!   of `T` stay enabled, each with its fault status unchanged.
+//! - **C1, persistence** (the model's declaration), in the form of Valmari's stubborn sets: for every path `w`
+//!   from `s` that takes no action of `T`,
+//!   - *commutation*: every action `x` of `T` enabled at the end of `w` could have been taken first: `x w` is
+//!     a path too, ending in the same state, `x` observing in `s` what it observed after `w` and each step of
+//!     `w` observing what it observed before;
+//!   - *a key*: some non-fault action of `T` stays enabled, and a non-fault action, all along `w`.
+//!
+//!   A persistent set in Godefroid's sense (every action of `w` independent of every action of `T` where it is
+//!   taken, the actions of `T` staying enabled) meets both. The stubborn form is weaker where two actions race
+//!   for something only one of them can have, as two faults for the last of the budget they share: with one
+//!   crash left, crashing P1 disables crashing P2 and the reverse, so they are not independent, yet a path
+//!   that crashes P2 cannot crash P1 after it, and a path that crashes P1 after other steps could have crashed
+//!   it first.
 //! - **C2, visibility**: no action of `T` changes the truth of any state-judged `always` or `sometimes`
 //!   predicate (also the model's declaration). Step-judged properties (`always_unobserved`,
 //!   `sometimes_observed`) need no visibility condition, because independence keeps observations: see the
@@ -27,26 +37,29 @@
 //!   none of its reduced successors was in the visited set when its round began (a BFS-compatible proviso:
 //!   reduced edges then go one level deeper, so a cycle holds an edge that does not, from a state expanded in
 //!   full).
-//! - **Key action, for rest states**: `T` holds a non-fault action that stays enabled on every path that
-//!   avoids `T` (C1), so a reduced state is never at rest and no such path ends at rest without taking `T`.
+//! - **Key action, for rest states**: `T` holds a non-fault action that stays enabled, and a non-fault action,
+//!   on every path that avoids `T` (C1), so a reduced state is never at rest and no such path ends at rest
+//!   without taking `T`.
 //!
 //! # Why the verdicts are kept
 //! Let `s` be a reduced-search state and `w = b1 … bn` a path of the full model from `s`. By induction on the
 //! length of `w` and, for equal lengths, on the position of `s` in the acyclic reduced graph (C3 makes the
 //! second measure well-founded), the reduced search reaches what `w` reaches:
 //! - full expansion at `s`: it takes `b1`, and the rest of `w` is shorter;
-//! - `bi` in `T` for some `i` (the first such): by C1, `b1 … b(i-1)` are independent of `bi`, so `bi b1 …
-//!   b(i-1) b(i+1) … bn` is a path too, to the same state, with each later step taken in the same state, so
-//!   observing the same; its rest after `bi` is shorter;
-//! - no action of `w` in `T`: take a non-fault `a` of `T`; by C1 `a w` is a path, and `w` taken after `a`
-//!   observes what it observed before (independence keeps observations), ending in `a(t)` where `w` ended in
-//!   `t`; by C2 `a(t)` satisfies the state predicates `t` did.
+//! - `bi` in `T` for some `i` (the first such): `bi` is enabled at the end of `b1 … b(i-1)`, which avoids
+//!   `T`, so by C1's commutation `bi b1 … b(i-1) b(i+1) … bn` is a path too, to the same state, each step
+//!   observing what it observed in `w` (the steps after `bi` are taken in the same states); its rest after
+//!   `bi` is shorter;
+//! - no action of `w` in `T`: take the key `a` of `T`; it is enabled at the end of `w`, so by C1's commutation
+//!   `a w` is a path, and `w` taken after `a` observes what it observed before, ending in `a(t)` where `w`
+//!   ended in `t`; by C2 `a(t)` satisfies the state predicates `t` did.
 //!
 //! So every observation of every transition of the full model is made by some transition of the reduced search
 //! (the step-judged `always` and `sometimes` properties keep their verdicts), every state predicate that holds
 //! in a reachable state holds in a reduced-reachable one (the state-judged ones), and every rest state is reached
-//! itself, since the last case cannot end at rest (the key action): `eventually_at_rest`, judged at rest states
-//! alone on an acyclic model, keeps its verdict. The reduced search explores real transitions only, so what it
+//! itself, since the last case cannot end at rest (the key is enabled at `t`, and no fault there):
+//! `eventually_at_rest`, judged at rest states alone on an acyclic model, keeps its verdict. The reduced search
+//! explores real transitions only, so what it
 //! finds is real; its counterexamples are shortest in the reduced graph, not always in the model (`por` off
 //! gives the shortest). `eventually` properties judged on the state graph (goals on states, or any `eventually`
 //! of a model that does not promise acyclicity) need the whole graph: the search expands every state in full
@@ -90,8 +103,9 @@
 //! # Checked mode
 //! `Por::Checked` reduces as `Por::On` does and, in every reduced state, tests each action of the reduced set
 //! against every enabled action outside it (the first step of C1, and C2 in the state and in each neighbour):
-//! both orders are taken and compared, and a failure panics naming the state and the pair. It cannot see a
-//! later step of a path, so it is evidence, not proof; the tests run it on every model of the catalogue.
+//! where the member is still enabled after the other, both orders are taken and compared; and some non-fault
+//! member must be disabled by none of them (the key). A failure panics naming the state and the pair. It cannot
+//! see a later step of a path, so it is evidence, not proof; the tests run it on every model of the catalogue.
 
 use super::model::{enabled, Model};
 use super::plan::Plan;
@@ -168,9 +182,11 @@ pub(crate) fn reduced_set<M: Model>(
     useful
 }
 
-/// Checked mode: panic unless every action of the reduced set `members` commutes with every enabled action
-/// outside it, keeping both observations, enabledness and its own non-fault status, and leaves the state
-/// predicates alone.
+/// Checked mode: panic unless the reduced set `members` meets C1 and C2 on the first step of every path that
+/// avoids it: for each enabled action `b` outside the set, each member still enabled after `b` commutes with it
+/// (both orders reach the same state and observe the same, the member neither disables `b` nor changes its
+/// fault status), some non-fault member is disabled by no `b` (the key), and no member changes a state
+/// predicate, in the state or after `b`.
 pub(crate) fn check_declaration<M: Model>(
     model: &M,
     plan: &Plan<M>,
@@ -185,10 +201,13 @@ pub(crate) fn check_declaration<M: Model>(
         format!("in the declared persistent set {set:?}")
     };
     let mut listed = Vec::new();
+    let mut key = false;
+    let mut disabled = None;
     for &member in members {
         let a = &actions[member];
         let (after_a, observed_a) = successor(model, state, a);
         check_invisible(model, plan, a, &declared, state, &after_a);
+        let mut stays = !model.is_fault(state, a);
         for b in actions
             .iter()
             .enumerate()
@@ -196,16 +215,20 @@ pub(crate) fn check_declaration<M: Model>(
             .map(|(_, b)| b)
         {
             let (after_b, observed_b) = successor(model, state, b);
+            enabled(model, &after_b, &mut listed);
+            if !listed.contains(a) {
+                // `b` took what `a` needed (the last of a budget they share): no path takes `b` and then `a`,
+                // so C1 asks nothing of the pair, but `a` is not the key.
+                stays = false;
+                disabled.get_or_insert((a, b));
+                continue;
+            }
             let fail = |what: &str| -> ! {
                 panic!(
                     "partial-order reduction: {a:?}, {declared}, is not independent of {b:?} in {state:?}: \
                      {what}"
                 )
             };
-            enabled(model, &after_b, &mut listed);
-            if !listed.contains(a) {
-                fail("the other disables it");
-            }
             if model.is_fault(&after_b, a) != model.is_fault(state, a) {
                 fail("the other changes whether it is a fault");
             }
@@ -223,6 +246,13 @@ pub(crate) fn check_declaration<M: Model>(
             }
             check_invisible(model, plan, a, &declared, &after_b, &after_ba);
         }
+        key |= stays;
+    }
+    if let (false, Some((a, b))) = (key, disabled) {
+        panic!(
+            "partial-order reduction: {a:?}, {declared}, is not independent of {b:?} in {state:?}: the other \
+             disables it, and no non-fault action of the set stays enabled after every other action (no key)"
+        );
     }
 }
 

@@ -53,7 +53,7 @@ where
 }
 
 /// The seven properties, then one `sometimes` per scenario.
-fn properties<M>() -> Vec<check::Property<M>>
+pub(super) fn properties<M>() -> Vec<check::Property<M>>
 where
     M: check::Model<State = State, Obs = Events>,
 {

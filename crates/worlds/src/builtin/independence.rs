@@ -11,15 +11,18 @@
 //! # Fault budgets stay shared, one per kind
 //! Each kind of fault has one budget for the whole world (`crashes = 1`: one crash in all), not one per process
 //! or client. A shared budget makes two faults of a kind dependent (with one crash left, crashing P1 disables
-//! crashing P2), but it orders no step that the reduction commutes: a budget is only read or written by faults
-//! of its kind (and the liveness tests of early timeouts and pauses), faults are never declared alone
-//! (`check::por` picks a non-fault action), and every budget's spenders lie on one side of the persistent set
-//! below: crashes, handler errors, pauses and key expiries are server-side actions, all inside it; drops,
-//! copies and early timeouts are all outside it. So no action outside the set can disable one inside by spending
-//! a shared budget, nor the reverse. The single actions below require every budget they could race with
-//! (response drops and copies, early timeouts, crashes, handler errors) to be spent. Budgets per process would
-//! be another fault model (n crashes per process, more behaviours, larger spaces) and would make no declared
-//! action independent that is not already.
+//! crashing P2), but it orders no step that the reduction commutes. A budget is only read and spent by faults of
+//! its kind (and the liveness tests of early timeouts and pauses, which spend it only when they are faults), a
+//! spender is enabled only while its budget is not spent, and a budget is never given back. So the last of a
+//! budget is a race that C1's stubborn form (`check::por`) allows: if a path `w` spends some of a budget and an
+//! action `x` spends one more after it, the budget held at least `w`'s spending plus one in every state along
+//! `w`, so `x` taken first leaves enough for every spender of `w`, and the budget ends the same either way;
+//! whichever of two racing faults a path takes, the other is not enabled after it and C1 asks nothing of it.
+//! Faults are never declared alone (`check::por` picks a non-fault action), and no key action needs a budget:
+//! a non-fault step, send, delivery, lost attempt's timeout or dead owner's lease expiry is enabled whatever is
+//! left. The single actions below still require every budget they could race with (response drops and copies,
+//! early timeouts, crashes, handler errors) to be spent: they are persistent in the strict sense. Budgets per
+//! process would be another fault model (n crashes per process, more behaviours, larger spaces).
 //!
 //! # The declarations
 //! The actions declared alone are the ones that touch only their own client or process:
@@ -50,12 +53,47 @@
 //!
 //! A response to an attempt its client no longer waits for goes nowhere in either order, and a client's send or
 //! timeout purges the responses to it, so a response step commutes with them.
+//!
+//! # One client's part
+//! Under per-client key scope an HTTP world is one part per client, sharing only the fault budgets and the idle
+//! processes. Client `c`'s part is its own state, the messages from and to it, the processes busy with its
+//! requests, and the keys, records and fencing versions of scope `c` (`key_for` gives every key of `c` the scope
+//! `c`, and a record is only ever written under its request's key), with the payments, provider charges and first
+//! successes of its operations. `persistent_set` may declare every enabled action of the part (its send or
+//! timeout, the deliveries of responses to it, drops and copies of its messages, the steps, crashes and handler
+//! errors of its processes, the expiries of its keys and leases), from a state where
+//! - no request of `c` is in the network: so no action of the part takes an idle process (a delivery of `c`'s
+//!   request would race the other parts' deliveries for it, and its `ParallelRetry` reads `c`'s processes),
+//!   and none can appear but through the part's own send or timeout;
+//! - no process of `c` is about to call the provider: the provider's charges are a list in call order, so two
+//!   parts' calls do not commute (a step that only leads to the call does);
+//! - the part holds a non-fault action (the key).
+//!
+//! The C1 argument (`check::por`, stubborn form). Every action of the part reads and writes the part alone,
+//! spends at most one fault, and frees at most its own process (a response or a crash); every event it
+//! observes is read from the part (`owner_alive` looks at the processes holding the key, all of the part;
+//! `ParallelRetry` at processes busy with the same operation, one client's). Whether an action of the part is
+//! enabled, and whether it is a fault, depends on the part and, for a fault, on its budget not being spent, and
+//! budgets only decrease. An action of another part reads and writes its own part, spends budgets, and takes
+//! or frees processes of its own: it never delivers to a process of `c` (busy with `c`'s request until `c`'s
+//! step or crash frees it, an action of the part) and never reads `c`'s. So along a path `w` that takes no
+//! action of the set, the part is as it was in the state: no action of the part is taken (one enabled with the
+//! part unchanged and budgets no larger was enabled in the state already, so is in the set), and an action
+//! `x` of the set enabled at the end of `w` is taken in the same part first: `x w` writes the same part and
+//! the same other parts, spends the same budgets (the argument of the budgets above), and each step observes
+//! what it did, so it ends in the same state. The key: a non-fault action of the part is enabled without a
+//! budget (a send, a lost attempt's timeout, a delivered response, a step, a dead owner's lease expiry), so it
+//! stays enabled and a non-fault action along `w`. Budgets are the only link left: with one crash left a crash
+//! of another part disables the crashes of the set, which C1's stubborn form allows (above).
+//!
+//! The checker takes the client whose part has the fewest enabled actions, or the server-side set above when it
+//! is smaller.
 
 use super::action::Action;
 use super::state::{ClientPhase, JobStep, Message, OpRef, Proc, State};
 use super::step::{CRASHES, DROP_RESPONSES, DUPLICATE_RESPONSES, EARLY_TIMEOUTS, HANDLER_ERRORS};
 use super::world::{Server, WorldOf};
-use crate::protocol::status;
+use crate::protocol::{status, KeyScope};
 
 impl<S: Server> WorldOf<S> {
     /// Whether `action` (enabled in `state`) is independent of every action that can happen before it.
@@ -81,12 +119,69 @@ impl<S: Server> WorldOf<S> {
         }
     }
 
-    /// The persistent set of the module docs, as indices into `actions` (every enabled action), when it
-    /// applies; nothing otherwise.
+    /// A persistent set of the module docs, as indices into `actions` (every enabled action): the smaller of
+    /// the server-side set and the smallest client's part, where they apply; nothing otherwise.
     pub fn persistent_set(&self, state: &State, actions: &[Action], out: &mut Vec<usize>) {
-        if !S::SERVER_STAYS_INSIDE
-            || state.budgets.has(super::queue::REPUBLISHES)
-            || state.procs.contains(&Proc::Idle)
+        if !S::SERVER_STAYS_INSIDE || state.budgets.has(super::queue::REPUBLISHES) {
+            return;
+        }
+        self.server_side_set(state, actions, out);
+        if self.server.key_scope() == KeyScope::PerClient {
+            self.smallest_part(state, actions, out);
+        }
+    }
+
+    /// The part of the client whose part has the fewest enabled actions, among those that may be declared,
+    /// into `out` when `out` is empty or holds more. Sound under per-client key scope only (the module docs).
+    pub(super) fn smallest_part(&self, state: &State, actions: &[Action], out: &mut Vec<usize>) {
+        let mut smallest: Option<(usize, u8)> = None;
+        for client in 0..state.clients.len() as u8 {
+            let Some(size) = self.part_size(state, actions, client) else {
+                continue;
+            };
+            if smallest.is_none_or(|(best, _)| size < best) {
+                smallest = Some((size, client));
+            }
+        }
+        if let Some((size, client)) = smallest {
+            if out.is_empty() || size < out.len() {
+                out.clear();
+                out.extend(
+                    (0..actions.len()).filter(|&index| in_part(state, client, &actions[index])),
+                );
+            }
+        }
+    }
+
+    /// How many enabled actions `client`'s part holds, when the part may be declared (the module docs): no
+    /// request of the client in the network, none of its processes about to call the provider, and a non-fault
+    /// action in the part.
+    fn part_size(&self, state: &State, actions: &[Action], client: u8) -> Option<usize> {
+        let requested = state.network.keys().any(
+            |message| matches!(message, Message::Request(request) if request.from.client == client),
+        );
+        let calls_provider = state.procs.iter().any(|proc| {
+            matches!(proc, Proc::Busy(job)
+                if job.request.from.client == client && job.step == JobStep::Provider)
+        });
+        if requested || calls_provider {
+            return None;
+        }
+        let mut size = 0;
+        let mut key = false;
+        for action in actions
+            .iter()
+            .filter(|action| in_part(state, client, action))
+        {
+            size += 1;
+            key |= !self.is_fault(state, action);
+        }
+        key.then_some(size)
+    }
+
+    /// Every enabled server-side action (the first persistent set of the module docs) when it applies.
+    fn server_side_set(&self, state: &State, actions: &[Action], out: &mut Vec<usize>) {
+        if state.procs.contains(&Proc::Idle)
             || (self.server.lease().is_some() && waits_out_conflict(state))
             || !current_attempts_held_safely(state)
         {
@@ -193,3 +288,28 @@ fn only_answer(state: &State, op: OpRef, attempt: u8) -> bool {
     }
     waiting && responses == 1 && requests == 0 && !in_process(state, op, attempt)
 }
+
+/// Whether `action` belongs to `client`'s part (the module docs): it acts on the client, a message from or to
+/// it, a process busy with its request, or a key of its scope.
+pub(super) fn in_part(state: &State, client: u8, action: &Action) -> bool {
+    match *action {
+        Action::Send { client: owner }
+        | Action::Timeout { client: owner }
+        | Action::Republish { client: owner, .. } => owner == client,
+        Action::DeliverRequest { request, .. } => request.from.client == client,
+        Action::DeliverResponse { response } => response.to.client == client,
+        Action::Step { proc } | Action::Crash { proc } | Action::Fail { proc } => matches!(
+            state.procs[proc as usize],
+            Proc::Busy(job) if job.request.from.client == client
+        ),
+        Action::Drop { message } | Action::Duplicate { message } => match message {
+            Message::Request(request) => request.from.client == client,
+            Message::Response(response) => response.to.client == client,
+        },
+        Action::ExpireKey { key } | Action::ExpireLease { key } => key.scope == client,
+    }
+}
+
+#[cfg(test)]
+#[path = "independence_tests.rs"]
+mod tests;
