@@ -109,33 +109,24 @@ fn sweep_is_identical_on_one_thread_and_on_several() {
 fn claim_evaluator_says_no_when_the_data_disagree() {
     // A world where exponential is the best on everything and work grows linearly.
     let mut cells = Vec::new();
+    // (strategy, calls and time in ms, each per client)
+    let shape = [
+        (Strategy::None, 9.0, 50.0),
+        (Strategy::Exponential, 1.0, 10.0),
+        (Strategy::EqualJitter, 2.0, 20.0),
+        (Strategy::FullJitter, 4.0, 20.0),
+        (DECOR, 3.0, 30.0),
+    ];
     for clients in [50, 100, 150] {
         let n = f64::from(clients);
-        cells.push(CellSummary::exact(
-            Strategy::None,
-            clients,
-            9.0 * n,
-            50.0 * n,
-        ));
-        cells.push(CellSummary::exact(
-            Strategy::Exponential,
-            clients,
-            n,
-            10.0 * n,
-        ));
-        cells.push(CellSummary::exact(
-            Strategy::EqualJitter,
-            clients,
-            2.0 * n,
-            20.0 * n,
-        ));
-        cells.push(CellSummary::exact(
-            Strategy::FullJitter,
-            clients,
-            4.0 * n,
-            20.0 * n,
-        ));
-        cells.push(CellSummary::exact(DECOR, clients, 3.0 * n, 30.0 * n));
+        for (strategy, calls, time_ms) in shape {
+            cells.push(CellSummary::exact(
+                strategy,
+                clients,
+                calls * n,
+                time_ms * n,
+            ));
+        }
     }
     let claims = evaluate(&cells);
     assert_eq!(claims.len(), 7);

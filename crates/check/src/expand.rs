@@ -154,7 +154,8 @@ pub(crate) fn expand_unit<M: Model>(
         }
         out.reduced_states += u64::from(reduced);
         out.transitions += explored.len() as u64;
-        // One copy of the parent per state; each action's successor is made in it and put back after.
+        // One copy of the parent per state; each action's successor is made in it and put back after, but for
+        // the last, whose copy the next state's replaces (a model without parts copies in full to put back).
         next.clone_from(&state);
         let from = Parent {
             id: parent,
@@ -162,8 +163,8 @@ pub(crate) fn expand_unit<M: Model>(
             bytes,
             spans: &spans,
         };
-        for &action_index in &explored {
-            expand_action(
+        for (position, &action_index) in explored.iter().enumerate() {
+            let touched = expand_action(
                 input,
                 &from,
                 &actions,
@@ -172,13 +173,16 @@ pub(crate) fn expand_unit<M: Model>(
                 &mut seen,
                 out,
             );
+            if position + 1 < explored.len() {
+                model.restore(&mut next, &state, touched);
+            }
         }
     }
     by_shard(out);
 }
 
-/// The successor of `parent` by action `action_index`, made in `next` (equal to the parent before and after):
-/// judged, and recorded as a candidate.
+/// The successor of `parent` by action `action_index`, made in `next` (equal to the parent before): judged,
+/// and recorded as a candidate. Returns the parts it touched, for the caller to put back.
 #[inline]
 fn expand_action<M: Model>(
     input: &UnitInput<M>,
@@ -188,7 +192,7 @@ fn expand_action<M: Model>(
     next: &mut M::State,
     seen: &mut [bool],
     out: &mut Output<M>,
-) {
+) -> u32 {
     let UnitInput { model, plan, .. } = *input;
     let action = &actions[action_index];
     let (observed, mut touched) = model.apply_touching(next, action);
@@ -208,7 +212,7 @@ fn expand_action<M: Model>(
         out.violations.push((step, observed));
     }
     judge_state(plan, model, next, step, seen, out);
-    let fingerprint = out.successors.push_successor(
+    let fingerprint = out.successors.push(
         model,
         next,
         (parent.bytes, parent.spans, touched),
@@ -218,7 +222,7 @@ fn expand_action<M: Model>(
     if input.record_graph {
         record_edge(model, parent.state, action, step, fingerprint, out);
     }
-    model.restore(next, parent.state, touched);
+    touched
 }
 
 /// A frontier state's own findings: whether it is at rest (only faults enabled), the `eventually`

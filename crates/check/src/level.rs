@@ -181,34 +181,10 @@ impl<M: Model> Successors<M> {
         self.candidates.clear();
     }
 
-    /// Record a successor; returns its fingerprint.
+    /// Record a successor; returns its fingerprint. A packed one is written from `from`, its parent's packing
+    /// and where the parent's parts lie, around the parts the action `touched` (`Model::pack_successor`).
     #[inline]
-    pub fn push(&mut self, model: &M, state: &M::State, parent: u32, action_index: u16) -> u64 {
-        let (fingerprint, span) = if M::PACKED {
-            let start = self.bytes.len();
-            model.pack(state, &mut self.bytes);
-            (
-                packed_fingerprint(&self.bytes[start..]),
-                (start as u32, self.bytes.len() as u32),
-            )
-        } else {
-            let index = self.states.len() as u32;
-            self.states.push(state.clone());
-            (hashed_fingerprint(state), (index, index))
-        };
-        self.candidates.push(Candidate {
-            fingerprint,
-            parent,
-            action_index,
-            span,
-        });
-        fingerprint
-    }
-
-    /// `push` for a successor that differs from its parent (packed as `parent`, its parts at `spans`) only in
-    /// the parts of `touched`: packed from the parent's bytes (`Model::pack_successor`).
-    #[inline]
-    pub fn push_successor(
+    pub fn push(
         &mut self,
         model: &M,
         next: &M::State,
@@ -216,18 +192,24 @@ impl<M: Model> Successors<M> {
         parent: u32,
         action_index: u16,
     ) -> u64 {
-        if !M::PACKED {
-            return self.push(model, next, parent, action_index);
-        }
-        let (parent_bytes, spans, touched) = from;
-        let start = self.bytes.len();
-        model.pack_successor(next, touched, parent_bytes, spans, &mut self.bytes);
-        let fingerprint = packed_fingerprint(&self.bytes[start..]);
+        let (fingerprint, span) = if M::PACKED {
+            let (parent_bytes, spans, touched) = from;
+            let start = self.bytes.len();
+            model.pack_successor(next, touched, parent_bytes, spans, &mut self.bytes);
+            (
+                packed_fingerprint(&self.bytes[start..]),
+                (start as u32, self.bytes.len() as u32),
+            )
+        } else {
+            let index = self.states.len() as u32;
+            self.states.push(next.clone());
+            (hashed_fingerprint(next), (index, index))
+        };
         self.candidates.push(Candidate {
             fingerprint,
             parent,
             action_index,
-            span: (start as u32, self.bytes.len() as u32),
+            span,
         });
         fingerprint
     }

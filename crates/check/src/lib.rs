@@ -40,7 +40,7 @@ pub use fingerprint::hashed_fingerprint;
 pub use model::{Model, Observation, ACYCLIC_CHECK_STATES};
 pub use parts::{splice_parts, PartSpans, ALL_PARTS, PARTS_MAX};
 pub use path::{canonical, rebuild_path, rebuild_path_reduced, timeline, Run, TimelineStep};
-pub use por::Por;
+pub use por::{checked_mode_complaint, Por};
 pub use property::{Kind, Property};
 pub use report::{compare, Comparison, Expected, Method, PropertyReport, Report, StoppedBy};
 pub use resident::resident_bytes;

@@ -280,3 +280,20 @@ fn successor<M: Model>(model: &M, state: &M::State, action: &M::Action) -> (M::S
     let observed = model.apply(&mut next, action);
     (next, observed)
 }
+
+/// What the checked mode says against `model`'s declarations: the message a `Por::Checked` search panics with
+/// (the state and the pair that do not commute, or the set with no key), or nothing when every reduced state
+/// passed. For tests of a model's `independent_of_rest` and `persistent_set`: the twin of a wrong declaration
+/// asserts on what this returns.
+pub fn checked_mode_complaint<M: Model + std::panic::RefUnwindSafe>(model: &M) -> Option<String> {
+    let search = std::panic::catch_unwind(|| model.checker().por(Por::Checked).bfs());
+    search
+        .err()
+        .map(|payload| match payload.downcast::<String>() {
+            Ok(message) => *message,
+            Err(payload) => payload.downcast_ref::<&str>().map_or_else(
+                || "a panic without a message".to_string(),
+                |s| s.to_string(),
+            ),
+        })
+}

@@ -106,11 +106,7 @@ fn a_wrongly_declared_persistent_set_hides_a_scenario_and_checked_mode_catches_i
             .verdict("the second tick first"),
         Verdict::Violated
     );
-    let caught = std::panic::catch_unwind(|| wrong.checker().por(Por::Checked).bfs());
-    let message = *caught
-        .expect_err("checked mode tests the declaration")
-        .downcast::<String>()
-        .unwrap();
+    let message = checked_mode_complaint(&wrong).expect("checked mode tests the declaration");
     assert!(
         message.contains("2, in the declared persistent set [0, 1, 2], is not independent of 3")
             && message.contains("the two orders reach different states"),
@@ -229,11 +225,7 @@ fn a_set_without_a_key_hides_a_scenario_and_checked_mode_catches_it() {
             .verdict("worker 1 crashed"),
         Verdict::Violated
     );
-    let caught = std::panic::catch_unwind(|| wrong.checker().por(Por::Checked).bfs());
-    let message = *caught
-        .expect_err("checked mode tests the declaration")
-        .downcast::<String>()
-        .unwrap();
+    let message = checked_mode_complaint(&wrong).expect("checked mode tests the declaration");
     assert!(
         message.contains("in the declared persistent set [1, 2], is not independent of 3")
             && message.contains("no key"),

@@ -8,7 +8,7 @@ use super::super::checked::properties;
 use super::super::events::Events;
 use super::super::world::{HttpWorld, World};
 use super::*;
-use crate::check::{self, Model as _, Por, Verdict};
+use crate::check::{self, checked_mode_complaint, Model as _, Por, Verdict};
 
 /// A world declaring the smallest client's part whatever its key scope.
 struct Careless(HttpWorld);
@@ -88,11 +88,7 @@ fn a_part_declared_where_clients_share_a_key_is_caught_by_the_checked_mode() {
         panic!("an HTTP world")
     };
     let careless = Careless(global);
-    let caught = std::panic::catch_unwind(|| careless.checker().por(Por::Checked).bfs());
-    let message = *caught
-        .expect_err("checked mode tests the declaration")
-        .downcast::<String>()
-        .unwrap();
+    let message = checked_mode_complaint(&careless).expect("checked mode tests the declaration");
     assert!(
         message.contains("in the declared persistent set")
             && message.contains("is not independent of ExpireLease")
