@@ -19,7 +19,9 @@ use std::path::Path;
 use std::time::Instant;
 
 #[path = "../examples/handlers/main.rs"]
-#[allow(dead_code)] // its `main` and output
+// Its `main` and output; and its tests (tests/handlers/), whose imports `cargo clippy --all-targets` sees unused
+// here: it checks this bench with `cfg(test)` but without the test harness, which leaves out their `#[test]`s.
+#[allow(dead_code, unused_imports)]
 mod handlers;
 
 /// Searches per figure (the fastest is kept).

@@ -4,8 +4,8 @@
 //! `cargo run --release --example handlers [-- --json]` (exit 0: every design as declared);
 //! `-- --explore DESIGN 127.0.0.1:0` walks one design by hand in the browser (its handler's steps, the store's
 //! rows, the clients and the network at each step).
+//! Its tests are `tests/handlers/` (`cargo test --example handlers`), built into this example's test target.
 
-// Paths spelled out so that tests/worlds/handlers.rs can include this file as a module and reach the same designs.
 #[path = "article.rs"]
 mod article;
 // Moved into the library (`retrylab::handler::designs`) so that `retrylab serve` runs the same code.
@@ -607,3 +607,7 @@ fn completers(visit: &mut impl Visit) {
         &["crash-after-claim", "provider-retried", "replay"],
     );
 }
+
+#[cfg(test)]
+#[path = "../../tests/handlers/mod.rs"]
+mod tests;

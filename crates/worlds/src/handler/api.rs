@@ -128,7 +128,7 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// The storage a handler talks to. Table rows and effects are read and written inside a transaction
 /// (`begin` .. `commit`) or, outside one, each call is a transaction of its own (autocommit: committed at once,
 /// kept through a crash, taking the write lock for that one call), as a statement sent without `BEGIN` is on
-/// SQLite and PostgreSQL; the three stores agree, and `tests/worlds/handlers.rs` drives them in lockstep. The key-value
+/// SQLite and PostgreSQL; the three stores agree, and `tests/handlers/handlers.rs` drives them in lockstep. The key-value
 /// store, the provider and the clock are outside any transaction.
 #[allow(async_fn_in_trait)] // handlers are generic over the store; nothing needs `Send` futures
 pub trait Store {

@@ -27,7 +27,7 @@ use crate::handler::{Handler, HandlerFaults, HandlerWorld, Request};
 use crate::protocol::KeyPolicy;
 
 /// The handler world with a model file's clients, operations (each body, `same-key-as`), key policy, processes
-/// and faults: a handler checked against the knob model of the same design (`tests/worlds/handler_twins.rs`,
+/// and faults: a handler checked against the knob model of the same design (`tests/handlers/handler_twins.rs`,
 /// `benches/handler.rs`).
 pub fn knob_twin<H: Handler>(handler: H, model: &crate::spec::ModelFile) -> HandlerWorld<H> {
     let world = &model.world;

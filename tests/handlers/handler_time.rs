@@ -4,7 +4,7 @@
 //! verdict differing without it; the lease design holds every property in a world of two clients, two
 //! processes, a crash, a pause, a lost response and an early timeout.
 
-use crate::catalogue as handlers;
+use super::super as handlers;
 
 use handlers::lease_fenced::{self, LeaseFenced};
 use handlers::powertools_java_1281::{self as java_1281, InProgressExpiry};

@@ -3,7 +3,7 @@
 //! designs' calls part, saying which calls (before, a trace recorded only process numbers, and a broken design's
 //! trace could run to its end on a fix whose calls differ).
 
-use crate::catalogue as handlers;
+use super::super as handlers;
 
 use handlers::Visit;
 use retrylab::check::{replay_path, timeline, Diverged, Model, Verdict};

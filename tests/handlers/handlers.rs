@@ -3,9 +3,9 @@
 //! handler code: the same effect rows and provider charges after every step, the same replies, the same
 //! duplicate at the same step. Background workers (the completer designs) run on their own connections.
 
-use crate::catalogue as handlers;
+use super::super as handlers;
 #[cfg(feature = "cli")]
-use crate::explore_support;
+use super::explore_support;
 
 use handlers::Visit;
 use retrylab::check::{Model, Verdict};

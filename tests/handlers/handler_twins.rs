@@ -1,7 +1,7 @@
 //! Where a handler of `examples/handlers` also exists as a knob model in `models/`, both worlds, built with the
 //! same clients, processes and faults, get the same verdict on every property they share.
 
-use crate::catalogue as handlers;
+use super::super as handlers;
 
 use retrylab::check::Model;
 use retrylab::handler::designs::{knob_twin, ArticleKnobs};
@@ -49,7 +49,7 @@ fn select_then_insert_agrees_with_its_knob_model() {
 
 /// 440,035 knob states against 1.6 M handler states (the handler world's states hold strings): about three
 /// minutes in a release build, so it runs on request:
-/// `cargo test --release --test worlds handler_twins:: -- --ignored`.
+/// `cargo test --release --example handlers handler_twins:: -- --ignored`.
 #[test]
 #[ignore]
 fn the_article_agrees_with_its_knob_model() {

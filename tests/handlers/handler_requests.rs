@@ -3,7 +3,7 @@
 //! dangerous, and counterexamples that read as the real bug (the rotated key, the fixed body, the minted key on
 //! the send lines). The designs are `examples/handlers/requests.rs`'s.
 
-use crate::catalogue as handlers;
+use super::super as handlers;
 
 use handlers::requests::*;
 use retrylab::check::{timeline, Model, Report, Verdict};

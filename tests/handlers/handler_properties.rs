@@ -3,12 +3,7 @@
 //! failing only when wanted) in text, JSON and HTML, and misspelt names refused before the search. Each check
 //! has its twin: the broken variant caught, the dangerous scenario reached.
 
-// Also a module of the catalogue (`crate::catalogue`), which keeps it private: this test includes its own.
-#[path = "../../examples/handlers/idempotent_217.rs"]
-#[allow(clippy::duplicate_mod)]
-mod idempotent_217;
-
-use idempotent_217::*;
+use super::super::idempotent_217::*;
 use retrylab::handler::{
     Handler, HandlerFaults, HandlerWorld, Reach, RecordsIn, Reply, Request, Seen, Store,
 };
