@@ -78,21 +78,6 @@ fn faults(f: impl FnOnce(&mut HandlerFaults)) -> HandlerFaults {
     faults
 }
 
-/// The article's handler (for tests that compare it with its knob model).
-pub fn article_handler() -> article::Article {
-    article::Article
-}
-
-/// Select-then-insert's handler.
-pub fn select_then_insert_handler() -> select_then_insert::SelectThenInsert {
-    select_then_insert::SelectThenInsert
-}
-
-/// Medusa #16292's capture with a fresh key per try.
-pub fn medusa_fresh_capture_key() -> medusa_16292::FreshCaptureKey {
-    medusa_16292::FreshCaptureKey
-}
-
 /// What is done with each design of the catalogue.
 pub trait Visit {
     fn design<H: Handler + Send + 'static, W: Worker + Send + 'static>(

@@ -43,7 +43,7 @@ fn compare<H: Handler>(file: &str, handler: H) -> retrylab::check::Report<Handle
 fn select_then_insert_agrees_with_its_knob_model() {
     compare(
         "select-then-insert.toml",
-        handlers::select_then_insert_handler(),
+        handlers::select_then_insert::SelectThenInsert,
     );
 }
 
@@ -53,7 +53,7 @@ fn select_then_insert_agrees_with_its_knob_model() {
 #[test]
 #[ignore]
 fn the_article_agrees_with_its_knob_model() {
-    compare("article-sqlite.toml", handlers::article_handler());
+    compare("article-sqlite.toml", handlers::article::Article);
 }
 
 /// The article's design with another fingerprint policy (the knob model's `fingerprint`).

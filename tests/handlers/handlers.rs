@@ -119,7 +119,13 @@ fn every_design_as_declared_and_every_counterexample_the_same_on_sqlite_and_post
 #[test]
 fn medusa_capture_is_made_its_answer_lost_and_captured_again_under_a_fresh_key() {
     use retrylab::handler::CallFault;
-    let world = || HandlerWorld::new(handlers::medusa_fresh_capture_key(), 1, "{\"amount\":500}");
+    let world = || {
+        HandlerWorld::new(
+            handlers::medusa_16292::FreshCaptureKey,
+            1,
+            "{\"amount\":500}",
+        )
+    };
     let lost = world().call_faults([CallFault::answer_lost("capture", 1)]);
     let report = lost.checker().bfs();
     let path = report.counterexample("no-duplicate-effect").expect("found");
