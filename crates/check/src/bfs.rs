@@ -4,11 +4,12 @@
 //! counterexamples) is therefore the same whatever the thread count. Breadth-first order makes every
 //! counterexample of an `always` property a shortest one.
 
-use super::expand::{expand_unit, insert_round, keep_new, Output, Step, UnitInput};
+use super::expand::{count_new, expand_unit, insert_round, keep_new, Output, UnitInput};
 use super::fingerprint::state_fingerprint;
 use super::graph::Graph;
-use super::level::{split_into, Level};
+use super::level::{Level, UnitStates, UNIT_STATES};
 use super::model::{Model, ACYCLIC_CHECK_STATES};
+use super::nodes::NodeLog;
 use super::plan::Plan;
 use super::por::Reduction;
 use super::verdicts::{judge_bfs, Found};
@@ -17,20 +18,9 @@ use super::{Bounds, Report, StoppedBy};
 use rayon::prelude::*;
 use std::time::Instant;
 
-/// A node of the search tree: how it was first reached. Enough to rebuild any path, in 8 bytes.
-#[derive(Clone, Copy)]
-pub(crate) struct Node {
-    pub parent: u32,
-    pub action_index: u16,
-}
-
-pub(crate) const ROOT: u32 = u32::MAX;
 /// Node ids are 32-bit: a search stops, incomplete, before it would number more states than this. The margin
 /// is more than one unit of work can add (256 states, each with at most 2^16 actions).
 pub(crate) const NODES_MAX: u64 = u32::MAX as u64 - (1 << 25);
-/// Frontier states per unit of parallel work: small enough to balance two to eight cores on a level of a few
-/// thousand states, large enough that a unit's bookkeeping is noise.
-const UNIT_STATES: usize = 256;
 /// Units per round. After each round the visited set is updated, the bounds are checked and progress is
 /// reported, so this also bounds the memory held by not-yet-merged successors.
 const ROUND_UNITS: usize = 32;
@@ -38,7 +28,7 @@ const ROUND_UNITS: usize = 32;
 /// Everything a search accumulates.
 struct Search<M: Model> {
     visited: Visited,
-    nodes: Vec<Node>,
+    nodes: NodeLog,
     found: Found<M>,
     transitions: u64,
     reduced_states: u64,
@@ -89,7 +79,7 @@ pub(crate) fn explore<M: Model>(
         };
         search.stopped_by = search.expand_level(
             &level,
-            &frontier,
+            &mut frontier,
             &mut next_frontier,
             &mut outputs,
             on_progress,
@@ -131,10 +121,15 @@ struct LevelRun<'a, M: Model> {
 fn can_move<M: Model>(model: &M, level: &Level<M>) -> bool {
     let mut actions = Vec::new();
     let mut state = model.init_state();
-    (0..level.len()).any(|index| {
-        level.load(model, index, &mut state);
-        super::model::enabled(model, &state, &mut actions);
-        !actions.is_empty()
+    let mut unit = UnitStates::default();
+    (0..level.len()).step_by(UNIT_STATES).any(|start| {
+        let range = start..(start + UNIT_STATES).min(level.len());
+        level.read_unit(range.clone(), &mut unit);
+        range.into_iter().any(|index| {
+            level.load(model, &unit, index, &mut state);
+            super::model::enabled(model, &state, &mut actions);
+            !actions.is_empty()
+        })
     })
 }
 
@@ -142,7 +137,7 @@ impl<M: Model> Search<M> {
     fn new(plan: &Plan<M>, check_acyclic: bool) -> Self {
         Search {
             visited: Visited::new(),
-            nodes: Vec::new(),
+            nodes: NodeLog::default(),
             found: Found::new(plan),
             transitions: 0,
             reduced_states: 0,
@@ -169,10 +164,7 @@ impl<M: Model> Search<M> {
         frontier.push(model, &init);
         let fingerprint = state_fingerprint(model, &init, &mut Vec::new());
         self.visited.insert(fingerprint);
-        self.nodes.push(Node {
-            parent: ROOT,
-            action_index: 0,
-        });
+        self.nodes.push_root();
         if let Some(graph) = &mut self.graph {
             graph.add_node_fingerprint(fingerprint);
         }
@@ -183,7 +175,7 @@ impl<M: Model> Search<M> {
     fn expand_level(
         &mut self,
         level: &LevelRun<'_, M>,
-        frontier: &Level<M>,
+        frontier: &mut Level<M>,
         next: &mut Level<M>,
         outputs: &mut Vec<Output<M>>,
         on_progress: &mut dyn FnMut(u64, u32),
@@ -216,8 +208,23 @@ impl<M: Model> Search<M> {
                 .zip(round.par_iter())
                 .for_each(|(out, unit)| expand_unit(&input, unit.clone(), out));
             insert_round(&mut self.visited, outputs);
-            outputs.par_iter_mut().for_each(keep_new);
+            // Each unit's new states, sealed for the next level where they will lie in it.
+            let mut first = next.len();
+            let firsts: Vec<usize> = outputs
+                .iter()
+                .map(|out| {
+                    let at = first;
+                    first += count_new(out);
+                    at
+                })
+                .collect();
+            let compress = frontier.next_compressed();
+            outputs
+                .par_iter_mut()
+                .zip(firsts)
+                .for_each(|(out, first)| keep_new(out, first, compress));
             self.merge(level.plan, outputs, next);
+            frontier.free_before(round.last().map_or(0, |unit| unit.end));
             on_progress(self.nodes.len() as u64, level.depth);
             if let Some(reason) = self.stop_reason(bounds, level.stop_on, level.started) {
                 return Some(reason);
@@ -272,7 +279,7 @@ impl<M: Model> Search<M> {
         }
     }
 
-    /// Merge a round's outputs in order: findings, then the new states' nodes and packings.
+    /// Merge a round's outputs in order: findings, the new states' nodes, and their sealed packings.
     fn merge(&mut self, plan: &Plan<M>, outputs: &mut [Output<M>], next: &mut Level<M>) {
         for out in outputs.iter_mut() {
             self.transitions += out.transitions;
@@ -285,29 +292,11 @@ impl<M: Model> Search<M> {
                 }
             }
         }
-        // The new states' nodes and packings, each unit's into its own part, in parallel.
-        let counts: Vec<usize> = outputs
-            .iter()
-            .map(|out| out.successors.candidates.len())
-            .collect();
-        let nodes_at = self.nodes.len();
-        let filler = Node {
-            parent: ROOT,
-            action_index: 0,
-        };
-        self.nodes
-            .resize(nodes_at + counts.iter().sum::<usize>(), filler);
-        split_into(&mut self.nodes[nodes_at..], &counts)
-            .into_par_iter()
-            .zip(outputs.par_iter())
-            .for_each(|(nodes, out)| {
-                for (node, candidate) in nodes.iter_mut().zip(&out.successors.candidates) {
-                    *node = Node {
-                        parent: candidate.parent,
-                        action_index: candidate.action_index,
-                    };
-                }
-            });
+        for out in outputs.iter() {
+            for candidate in &out.successors.candidates {
+                self.nodes.push(candidate.parent, candidate.action_index);
+            }
+        }
         let mut round: Vec<_> = outputs.iter_mut().map(|out| &mut out.successors).collect();
         next.append_round(&mut round);
         if self.graph_for_acyclic_check && self.nodes.len() as u64 > ACYCLIC_CHECK_STATES {
@@ -353,12 +342,10 @@ impl<M: Model> Search<M> {
             + next.held_bytes()
             + outputs
                 .iter()
-                .map(|out| out.successors.held_bytes())
+                .map(|out| out.successors.held_bytes() + out.unit_states.held_bytes())
                 .sum::<usize>();
-        // The nodes' vector doubles, but pages past its length are not touched (a large reallocation moves
-        // pages, it does not copy them): its length is what it holds.
         let memory = self.visited.bytes()
-            + (self.nodes.len() * size_of::<Node>()) as u64
+            + self.nodes.bytes()
             + held as u64
             + self.graph.as_ref().map_or(0, Graph::held_bytes);
         self.peak_bytes = self.peak_bytes.max(memory);
@@ -386,22 +373,4 @@ impl<M: Model> Search<M> {
             );
         }
     }
-}
-
-/// The action indices from the root to `node`.
-pub(crate) fn path_indices(nodes: &[Node], mut node: u32) -> Vec<u16> {
-    let mut indices = Vec::new();
-    while nodes[node as usize].parent != ROOT {
-        indices.push(nodes[node as usize].action_index);
-        node = nodes[node as usize].parent;
-    }
-    indices.reverse();
-    indices
-}
-
-/// The action indices of a path ending with `step`.
-pub(crate) fn step_indices(nodes: &[Node], step: Step) -> Vec<u16> {
-    let mut indices = path_indices(nodes, step.parent);
-    indices.push(step.action_index);
-    indices
 }

@@ -2,7 +2,7 @@
 //! sort the successors by visited-set shard; then the round's inserts, one task per shard.
 
 use super::fingerprint::state_fingerprint;
-use super::level::{Level, Successors};
+use super::level::{Level, Successors, UnitStates};
 use super::model::{Model, Observation};
 use super::parts::{PartSpans, ALL_PARTS};
 use super::plan::Plan;
@@ -38,6 +38,8 @@ pub(crate) struct GraphUnit {
 /// What one unit produced. Kept from round to round so its buffers are reused.
 pub(crate) struct Output<M: Model> {
     pub successors: Successors<M>,
+    /// The unit's frontier states, decompressed.
+    pub unit_states: UnitStates,
     /// Indices into `successors.candidates`, by visited-set shard.
     pub by_shard: [Vec<u32>; SHARDS],
     /// Set by the shard that inserted the candidate's fingerprint first.
@@ -61,6 +63,7 @@ impl<M: Model> Default for Output<M> {
     fn default() -> Self {
         Output {
             successors: Successors::default(),
+            unit_states: UnitStates::default(),
             by_shard: Default::default(),
             is_new: Vec::new(),
             transitions: 0,
@@ -133,9 +136,11 @@ pub(crate) fn expand_unit<M: Model>(
     let mut scratch = Vec::new();
     let mut explored = Vec::with_capacity(32);
     let mut spans = PartSpans::default();
+    let mut unit_states = std::mem::take(&mut out.unit_states);
+    level.read_unit(unit.clone(), &mut unit_states);
     for index in unit {
         let parent = level.first_id + index as u32;
-        let bytes = level.load_parts(model, index, &mut state, &mut spans);
+        let bytes = level.load_parts(model, &unit_states, index, &mut state, &mut spans);
         super::model::enabled(model, &state, &mut actions);
         let at_rest = judge_parent(input, &state, &actions, parent, &mut seen, out);
         let reduced = input.reduction.reduce
@@ -178,6 +183,7 @@ pub(crate) fn expand_unit<M: Model>(
             }
         }
     }
+    out.unit_states = unit_states;
     by_shard(out);
 }
 
@@ -361,9 +367,18 @@ pub(crate) fn insert_round<M: Model>(visited: &mut Visited, outputs: &[Output<M>
     });
 }
 
-/// Keep only the candidates marked new.
-pub(crate) fn keep_new<M: Model>(out: &mut Output<M>) {
+/// How many of the unit's candidates are new.
+pub(crate) fn count_new<M: Model>(out: &Output<M>) -> usize {
+    out.is_new
+        .iter()
+        .filter(|is_new| is_new.load(Ordering::Relaxed))
+        .count()
+}
+
+/// Keep only the candidates marked new, sealed for the level from its index `first` on (`Successors::seal`).
+pub(crate) fn keep_new<M: Model>(out: &mut Output<M>, first: usize, compress: bool) {
     let is_new = &out.is_new;
     out.successors
         .retain(|index| is_new[index].load(Ordering::Relaxed));
+    out.successors.seal(first, compress);
 }

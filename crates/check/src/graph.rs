@@ -43,11 +43,12 @@ impl Graph {
         self.fault_edges.extend_from_slice(&unit.fault_edges);
     }
 
+    /// Bytes held: the vectors' lengths, as their pages past the length are never touched (a large vector's
+    /// reallocation moves pages, it does not copy them).
     pub fn held_bytes(&self) -> u64 {
-        (self.nodes.capacity() * size_of::<(u32, bool, bool)>()
-            + self.fingerprints.capacity() * 8
-            + (self.edges.capacity() + self.fault_edges.capacity()) * size_of::<Edge>())
-            as u64
+        (self.nodes.len() * size_of::<(u32, bool, bool)>()
+            + self.fingerprints.len() * 8
+            + (self.edges.len() + self.fault_edges.len()) * size_of::<Edge>()) as u64
     }
 
     /// Node ids of the edges' targets (a target the search never stored is `u32::MAX`).

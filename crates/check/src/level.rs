@@ -1,11 +1,26 @@
-//! Where the explorer keeps states between levels: packed into one byte arena when the model packs
-//! (`Model::PACKED`), cloned into a vector otherwise. `M::PACKED` is a constant, so each model's explorer is
-//! compiled with only its own branch.
+//! Where the explorer keeps states between levels. A model that packs (`Model::PACKED`) keeps a level as
+//! pieces: runs of consecutive states, each the kept successors of one unit of work cut where a unit of the next
+//! level's work begins (every `UNIT_STATES` states), compressed with LZ4. Neighbouring packings share most of
+//! their bytes (the 4 x 3 x 2 lease world's 151-byte packings take 43), and a level was most of what a large
+//! search held. Each unit of work decompresses only its own pieces, and a round frees the pieces it has
+//! expanded, so the level being read shrinks while the next one grows. A model that does not pack keeps its
+//! states cloned in a vector. `M::PACKED` is a constant, so each model's explorer is compiled with only its own
+//! branch.
 
 use super::fingerprint::{hashed_fingerprint, packed_fingerprint};
 use super::model::Model;
 use super::parts::PartSpans;
-use rayon::prelude::*;
+use super::varint::{push_varint, read_varint};
+
+/// Frontier states per unit of parallel work: small enough to balance two to eight cores on a level of a few
+/// thousand states, large enough that a unit's bookkeeping is noise. Units start at multiples of it, and no
+/// piece of a level crosses one of them.
+pub(crate) const UNIT_STATES: usize = 256;
+
+/// A level's packings from which the next level is compressed. Compressing and decompressing take about a
+/// quarter of a small search's time (0.26 of 1.03 microseconds a state on the 3-client lease world), while a
+/// small level is a small part of what the search holds; past this size the level is most of it.
+const COMPRESS_FROM_BYTES: usize = 16 << 20;
 
 /// A successor waiting for the visited set's verdict: its fingerprint, how it was reached, and where it lies
 /// (a byte span of the unit's arena, or `(index, index)` into its states).
@@ -17,51 +32,112 @@ pub(crate) struct Candidate {
     pub span: (u32, u32),
 }
 
-/// States in search order, ids consecutive from `first_id`. Two of these are reused level after level (fresh
-/// buffers per level cost page faults).
+/// Consecutive states of a level, compressed together: each a varint length and its packing.
+#[derive(Clone, Copy)]
+struct Piece {
+    /// The level index of its first state.
+    first: usize,
+    count: u32,
+    chunk: u32,
+    /// Where its compressed bytes lie in the chunk.
+    offset: u32,
+    /// Its length in the chunk: compressed, or `raw_len` when the piece is stored as it is.
+    stored_len: u32,
+    raw_len: u32,
+    compressed: bool,
+}
+
+/// States in search order, ids consecutive from `first_id`.
 pub(crate) struct Level<M: Model> {
-    bytes: Vec<u8>,
-    /// Where each state's packing ends in `bytes` (it starts where the previous one ends): 64-bit, as a level
-    /// can pass 4 GiB.
-    ends: Vec<u64>,
+    /// The compressed pieces of packed states, in order; each chunk holds the pieces of one unit's successors.
+    pieces: Vec<Piece>,
+    chunks: Vec<Vec<u8>>,
+    /// The level index each chunk's states end at, and the chunks freed so far (the first `freed`).
+    chunk_ends: Vec<usize>,
+    freed: usize,
+    chunk_bytes: usize,
+    /// The pieces' bytes before compression.
+    raw_bytes: usize,
+    /// The states of a model that does not pack.
     states: Vec<M::State>,
+    len: usize,
     pub first_id: u32,
-    /// The most bytes the level's vectors have held (levels before this one included): the pages that many
-    /// bytes touched stay resident, while the capacity past them, never written, does not.
-    touched_bytes: usize,
 }
 
 impl<M: Model> Default for Level<M> {
     fn default() -> Self {
         Level {
-            bytes: Vec::new(),
-            ends: Vec::new(),
+            pieces: Vec::new(),
+            chunks: Vec::new(),
+            chunk_ends: Vec::new(),
+            freed: 0,
+            chunk_bytes: 0,
+            raw_bytes: 0,
             states: Vec::new(),
+            len: 0,
             first_id: 0,
-            touched_bytes: 0,
         }
     }
 }
 
+/// The states of one unit of work, decompressed: the unit's own buffers, reused from unit to unit.
+#[derive(Default)]
+pub(crate) struct UnitStates {
+    raw: Vec<u8>,
+    spans: Vec<(u32, u32)>,
+    first: usize,
+}
+
 impl<M: Model> Level<M> {
     pub fn len(&self) -> usize {
-        if M::PACKED {
-            self.ends.len()
-        } else {
-            self.states.len()
-        }
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
 
-    /// Copy state `index` into `state` (reusing its buffers).
-    pub fn load(&self, model: &M, index: usize, state: &mut M::State) {
+    /// Decompress the states `range` (one unit: it starts at a multiple of `UNIT_STATES`) into `unit`.
+    pub fn read_unit(&self, range: std::ops::Range<usize>, unit: &mut UnitStates) {
+        unit.raw.clear();
+        unit.spans.clear();
+        unit.first = range.start;
+        if !M::PACKED {
+            return;
+        }
+        let from = self
+            .pieces
+            .partition_point(|piece| piece.first < range.start);
+        for piece in self.pieces[from..]
+            .iter()
+            .take_while(|piece| piece.first < range.end)
+        {
+            let at = unit.raw.len();
+            let chunk = &self.chunks[piece.chunk as usize];
+            let stored = &chunk[piece.offset as usize..][..piece.stored_len as usize];
+            if piece.compressed {
+                unit.raw.resize(at + piece.raw_len as usize, 0);
+                let written = lz4_flex::block::decompress_into(stored, &mut unit.raw[at..])
+                    .expect("a piece this level compressed");
+                debug_assert_eq!(written, piece.raw_len as usize);
+            } else {
+                unit.raw.extend_from_slice(stored);
+            }
+            let mut cursor = at;
+            for _ in 0..piece.count {
+                let len = read_varint(&unit.raw, &mut cursor) as usize;
+                unit.spans.push((cursor as u32, (cursor + len) as u32));
+                cursor += len;
+            }
+        }
+        debug_assert_eq!(unit.spans.len(), range.len());
+    }
+
+    /// Copy state `index` (of the unit read into `unit`) into `state`, reusing its buffers.
+    pub fn load(&self, model: &M, unit: &UnitStates, index: usize, state: &mut M::State) {
         if M::PACKED {
-            let start = if index == 0 { 0 } else { self.ends[index - 1] };
-            let end = self.ends[index];
-            model.unpack_into(&self.bytes[start as usize..end as usize], state);
+            let (start, end) = unit.spans[index - unit.first];
+            model.unpack_into(&unit.raw[start as usize..end as usize], state);
         } else {
             state.clone_from(&self.states[index]);
         }
@@ -70,16 +146,17 @@ impl<M: Model> Level<M> {
     /// `load`, noting where the parts of the state lie (`Model::unpack_parts`); the state's packing (empty
     /// when the model does not pack).
     #[inline]
-    pub fn load_parts(
+    pub fn load_parts<'a>(
         &self,
         model: &M,
+        unit: &'a UnitStates,
         index: usize,
         state: &mut M::State,
         spans: &mut PartSpans,
-    ) -> &[u8] {
+    ) -> &'a [u8] {
         if M::PACKED {
-            let start = if index == 0 { 0 } else { self.ends[index - 1] };
-            let bytes = &self.bytes[start as usize..self.ends[index] as usize];
+            let (start, end) = unit.spans[index - unit.first];
+            let bytes = &unit.raw[start as usize..end as usize];
             model.unpack_parts(bytes, state, spans);
             bytes
         } else {
@@ -88,72 +165,93 @@ impl<M: Model> Level<M> {
         }
     }
 
+    /// Empty the level for the states numbered from `first_id`, keeping the vectors' capacity.
     pub fn clear(&mut self, first_id: u32) {
-        self.touched_bytes = self.held_bytes();
-        self.bytes.clear();
-        self.ends.clear();
+        self.pieces.clear();
+        self.chunks.clear();
+        self.chunk_ends.clear();
+        self.freed = 0;
+        self.chunk_bytes = 0;
+        self.raw_bytes = 0;
         self.states.clear();
+        self.len = 0;
         self.first_id = first_id;
     }
 
     /// Append one state (the initial one).
     pub fn push(&mut self, model: &M, state: &M::State) {
+        let mut successors = Successors::<M>::default();
         if M::PACKED {
-            model.pack(state, &mut self.bytes);
-            self.ends.push(self.bytes.len() as u64);
+            model.pack(state, &mut successors.bytes);
         } else {
-            self.states.push(state.clone());
+            successors.states.push(state.clone());
+        }
+        let span = (0, successors.bytes.len() as u32);
+        successors.candidates.push(Candidate {
+            fingerprint: 0,
+            parent: 0,
+            action_index: 0,
+            span,
+        });
+        successors.seal(self.len, false);
+        self.append_round(&mut [&mut successors]);
+    }
+
+    /// Append a round's sealed successors (`Successors::seal`), unit after unit: each unit's compressed bytes
+    /// become a chunk of the level as they are, without a copy.
+    pub fn append_round(&mut self, round: &mut [&mut Successors<M>]) {
+        for successors in round.iter_mut() {
+            self.len += successors.candidates.len();
+            if !M::PACKED {
+                self.states.append(&mut successors.states);
+                continue;
+            }
+            let chunk = self.chunks.len() as u32;
+            self.pieces.extend(
+                successors
+                    .pieces
+                    .iter()
+                    .map(|piece| Piece { chunk, ..*piece }),
+            );
+            self.raw_bytes += successors
+                .pieces
+                .iter()
+                .map(|piece| piece.raw_len as usize)
+                .sum::<usize>();
+            let bytes = std::mem::take(&mut successors.chunk);
+            self.chunk_bytes += bytes.capacity();
+            self.chunks.push(bytes);
+            self.chunk_ends.push(self.len);
         }
     }
 
-    /// Append a round's kept successors, unit after unit: packed levels copy each unit's bytes and ends into
-    /// its own part of the level in parallel (the copy was the larger part of a round's sequential merge).
-    pub fn append_round(&mut self, round: &mut [&mut Successors<M>]) {
-        if !M::PACKED {
-            for successors in round.iter_mut() {
-                self.states.append(&mut successors.states);
-            }
-            return;
+    /// Free the chunks whose states all lie before `index` (a round has expanded them).
+    pub fn free_before(&mut self, index: usize) {
+        while self.freed < self.chunks.len() && self.chunk_ends[self.freed] <= index {
+            self.chunk_bytes -= self.chunks[self.freed].capacity();
+            self.chunks[self.freed] = Vec::new();
+            self.freed += 1;
         }
-        let (bytes_at, ends_at) = (self.bytes.len(), self.ends.len());
-        let byte_lens: Vec<usize> = round.iter().map(|s| s.bytes.len()).collect();
-        let counts: Vec<usize> = round.iter().map(|s| s.candidates.len()).collect();
-        self.bytes
-            .resize(bytes_at + byte_lens.iter().sum::<usize>(), 0);
-        self.ends.resize(ends_at + counts.iter().sum::<usize>(), 0);
-        let byte_parts = split_into(&mut self.bytes[bytes_at..], &byte_lens);
-        let end_parts = split_into(&mut self.ends[ends_at..], &counts);
-        let offsets = byte_lens.iter().scan(bytes_at as u64, |offset, len| {
-            let start = *offset;
-            *offset += *len as u64;
-            Some(start)
-        });
-        let parts: Vec<_> = byte_parts
-            .into_iter()
-            .zip(end_parts)
-            .zip(offsets)
-            .zip(round.iter())
-            .collect();
-        parts
-            .into_par_iter()
-            .for_each(|(((bytes, ends), offset), successors)| {
-                // `retain` left the kept packings back to back, in order: each ends where its span does.
-                debug_assert!(successors
-                    .candidates
-                    .windows(2)
-                    .all(|pair| pair[0].span.1 == pair[1].span.0));
-                bytes.copy_from_slice(&successors.bytes);
-                for (end, candidate) in ends.iter_mut().zip(&successors.candidates) {
-                    *end = offset + u64::from(candidate.span.1);
-                }
-            });
+    }
+
+    /// Whether the level after this one is to be compressed: when this one's packings pass
+    /// `COMPRESS_FROM_BYTES`.
+    pub fn next_compressed(&self) -> bool {
+        self.raw_bytes >= COMPRESS_FROM_BYTES
     }
 
     pub fn held_bytes(&self) -> usize {
-        let now = self.bytes.len()
-            + self.ends.len() * size_of::<u64>()
-            + self.states.len() * size_of::<M::State>();
-        now.max(self.touched_bytes)
+        self.chunk_bytes
+            + self.pieces.capacity() * size_of::<Piece>()
+            + self.chunks.capacity() * size_of::<Vec<u8>>()
+            + self.chunk_ends.capacity() * size_of::<usize>()
+            + self.states.capacity() * size_of::<M::State>()
+    }
+}
+
+impl UnitStates {
+    pub fn held_bytes(&self) -> usize {
+        self.raw.capacity() + self.spans.capacity() * size_of::<(u32, u32)>()
     }
 }
 
@@ -162,6 +260,13 @@ pub(crate) struct Successors<M: Model> {
     bytes: Vec<u8>,
     states: Vec<M::State>,
     pub candidates: Vec<Candidate>,
+    /// The kept packings as the level keeps them (`seal`): pieces, and their compressed bytes.
+    pieces: Vec<Piece>,
+    sealed: Vec<u8>,
+    /// A copy of `sealed` in a buffer of its own size, for the level to take.
+    chunk: Vec<u8>,
+    /// One piece's varint lengths and packings, before compression.
+    raw: Vec<u8>,
 }
 
 impl<M: Model> Default for Successors<M> {
@@ -170,6 +275,10 @@ impl<M: Model> Default for Successors<M> {
             bytes: Vec::new(),
             states: Vec::new(),
             candidates: Vec::new(),
+            pieces: Vec::new(),
+            sealed: Vec::new(),
+            chunk: Vec::new(),
+            raw: Vec::new(),
         }
     }
 }
@@ -214,51 +323,76 @@ impl<M: Model> Successors<M> {
         fingerprint
     }
 
-    /// Keep the candidates `keep` says, in order, and their states, moved to the front so the level appends
-    /// the whole unit with one copy.
+    /// Keep the candidates `keep` says, in order, and their states.
     pub fn retain(&mut self, keep: impl Fn(usize) -> bool) {
         let mut kept = 0;
-        let mut written = 0u32;
         for index in 0..self.candidates.len() {
             if !keep(index) {
                 continue;
             }
-            let mut candidate = self.candidates[index];
-            let (start, end) = candidate.span;
-            if M::PACKED {
-                self.bytes
-                    .copy_within(start as usize..end as usize, written as usize);
-                candidate.span = (written, written + end - start);
-                written += end - start;
-            } else {
-                self.states.swap(kept, start as usize);
-                candidate.span = (kept as u32, kept as u32);
+            let candidate = self.candidates[index];
+            if !M::PACKED {
+                self.states.swap(kept, candidate.span.0 as usize);
             }
             self.candidates[kept] = candidate;
             kept += 1;
         }
         self.candidates.truncate(kept);
-        if M::PACKED {
-            self.bytes.truncate(written as usize);
-        } else {
+        if !M::PACKED {
             self.states.truncate(kept);
         }
+    }
+
+    /// Cut the kept packings into pieces, the first of them at level index `first`, compressed if `compress`:
+    /// a new piece at every multiple of `UNIT_STATES`, so that each unit of the next level's work reads only its
+    /// own.
+    pub fn seal(&mut self, first: usize, compress: bool) {
+        self.pieces.clear();
+        self.sealed.clear();
+        if !M::PACKED {
+            return;
+        }
+        let mut done = 0;
+        while done < self.candidates.len() {
+            let index = first + done;
+            let count = (UNIT_STATES - index % UNIT_STATES).min(self.candidates.len() - done);
+            self.raw.clear();
+            for candidate in &self.candidates[done..done + count] {
+                let (start, end) = candidate.span;
+                push_varint(&mut self.raw, u64::from(end - start));
+                self.raw
+                    .extend_from_slice(&self.bytes[start as usize..end as usize]);
+            }
+            let offset = self.sealed.len();
+            if compress {
+                let room = lz4_flex::block::get_maximum_output_size(self.raw.len());
+                self.sealed.resize(offset + room, 0);
+                let len = lz4_flex::block::compress_into(&self.raw, &mut self.sealed[offset..])
+                    .expect("room for the worst case");
+                self.sealed.truncate(offset + len);
+            } else {
+                self.sealed.extend_from_slice(&self.raw);
+            }
+            self.pieces.push(Piece {
+                first: index,
+                count: count as u32,
+                chunk: 0,
+                offset: offset as u32,
+                stored_len: (self.sealed.len() - offset) as u32,
+                raw_len: self.raw.len() as u32,
+                compressed: compress,
+            });
+            done += count;
+        }
+        self.chunk = self.sealed.clone();
     }
 
     pub fn held_bytes(&self) -> usize {
         self.bytes.capacity()
             + self.states.capacity() * size_of::<M::State>()
             + self.candidates.capacity() * size_of::<Candidate>()
+            + self.pieces.capacity() * size_of::<Piece>()
+            + self.sealed.capacity()
+            + self.raw.capacity()
     }
-}
-
-/// `slice` cut into consecutive parts of the given lengths.
-pub(crate) fn split_into<'a, T>(mut slice: &'a mut [T], lens: &[usize]) -> Vec<&'a mut [T]> {
-    let mut parts = Vec::with_capacity(lens.len());
-    for &len in lens {
-        let (part, rest) = slice.split_at_mut(len);
-        parts.push(part);
-        slice = rest;
-    }
-    parts
 }

@@ -1,9 +1,9 @@
 //! From what a search found to each property's verdict and path.
 
-use super::bfs::{path_indices, step_indices, Node};
 use super::expand::Output;
 use super::graph::Graph;
 use super::model::{Model, Observation};
+use super::nodes::NodeLog;
 use super::path::{rebuild_path, rebuild_path_reduced};
 use super::plan::Plan;
 use super::property::Kind;
@@ -86,7 +86,7 @@ pub(crate) fn judge_bfs<M: Model>(
     model: &M,
     plan: &Plan<M>,
     found: &Found<M>,
-    nodes: &[Node],
+    nodes: &NodeLog,
     graph: Option<&Graph>,
     complete: bool,
     symmetry: bool,
@@ -122,7 +122,7 @@ pub(crate) fn judge_bfs<M: Model>(
                     .map(|lasso| {
                         let mut indices = match lasso.into_start {
                             None => Vec::new(),
-                            Some(step) => step_indices(nodes, step),
+                            Some(step) => nodes.step_indices(step),
                         };
                         let prefix = indices.len();
                         indices.extend(&lasso.suffix);
@@ -130,7 +130,7 @@ pub(crate) fn judge_bfs<M: Model>(
                         indices
                     }),
                 None => found.first[index].map(|(node, last)| {
-                    let mut indices = path_indices(nodes, node);
+                    let mut indices = nodes.path_indices(node);
                     indices.extend(last);
                     indices
                 }),
