@@ -218,7 +218,7 @@ impl<M: Model> Search<M> {
                     at
                 })
                 .collect();
-            let compress = frontier.next_compressed();
+            let compress = frontier.next_compressed(bounds.compress_levels_from_bytes);
             outputs
                 .par_iter_mut()
                 .zip(firsts)

@@ -26,6 +26,9 @@ pub struct Bounds {
     pub symmetry: bool,
     /// Partial-order reduction (`Model::independent_of_rest`).
     pub por: Por,
+    /// Compress a level's packed states once the level before it held this many bytes of them (16 MiB by
+    /// default: below that, memory hardly matters and compressing costs time). Results never depend on it.
+    pub compress_levels_from_bytes: u64,
 }
 
 impl Default for Bounds {
@@ -38,6 +41,7 @@ impl Default for Bounds {
             stop_on: None,
             symmetry: false,
             por: Por::Off,
+            compress_levels_from_bytes: 16 << 20,
         }
     }
 }
@@ -129,6 +133,13 @@ impl<'a, M: Model> Checker<'a, M> {
     /// Search one representative per symmetry class (`Model::canonical`).
     pub fn symmetry(mut self, symmetry: bool) -> Self {
         self.bounds.symmetry = symmetry;
+        self
+    }
+
+    /// Compress the frontier's levels once the level before held this many bytes of packed states (default
+    /// 16 MiB; 0: every level). Memory and time depend on it, results do not.
+    pub fn compress_levels_from_bytes(mut self, bytes: u64) -> Self {
+        self.bounds.compress_levels_from_bytes = bytes;
         self
     }
 

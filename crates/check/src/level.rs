@@ -17,11 +17,6 @@ use super::varint::{push_varint, read_varint};
 /// piece of a level crosses one of them.
 pub(crate) const UNIT_STATES: usize = 256;
 
-/// A level's packings from which the next level is compressed. Compressing and decompressing take about a
-/// quarter of a small search's time (0.26 of 1.03 microseconds a state on the 3-client lease world), while a
-/// small level is a small part of what the search holds; past this size the level is most of it.
-const COMPRESS_FROM_BYTES: usize = 16 << 20;
-
 /// A successor waiting for the visited set's verdict: its fingerprint, how it was reached, and where it lies
 /// (a byte span of the unit's arena, or `(index, index)` into its states).
 #[derive(Clone, Copy)]
@@ -234,10 +229,12 @@ impl<M: Model> Level<M> {
         }
     }
 
-    /// Whether the level after this one is to be compressed: when this one's packings pass
-    /// `COMPRESS_FROM_BYTES`.
-    pub fn next_compressed(&self) -> bool {
-        self.raw_bytes >= COMPRESS_FROM_BYTES
+    /// Whether the level after this one is to be compressed: when this one's packings reach `from_bytes`
+    /// (`Bounds::compress_levels_from_bytes`). Compressing and decompressing take about a quarter of a small
+    /// search's time (0.26 of 1.03 microseconds a state on the 3-client lease world), while a small level is a
+    /// small part of what the search holds; past 16 MiB a level is most of it.
+    pub fn next_compressed(&self, from_bytes: u64) -> bool {
+        self.raw_bytes as u64 >= from_bytes
     }
 
     pub fn held_bytes(&self) -> usize {
