@@ -75,13 +75,18 @@ impl<M: Model> Default for Level<M> {
     }
 }
 
-/// The states of one unit of work, decompressed: the unit's own buffers, reused from unit to unit.
+/// Where the states of one unit of work lie: in a chunk of the level (pieces stored as they are), or
+/// decompressed into the unit's own buffer, reused from unit to unit.
 #[derive(Default)]
 pub(crate) struct UnitStates {
     raw: Vec<u8>,
-    spans: Vec<(u32, u32)>,
+    /// Per state: its chunk (`IN_RAW`: the buffer) and its byte span there.
+    spans: Vec<(u32, u32, u32)>,
     first: usize,
 }
+
+/// The chunk number of a state decompressed into `UnitStates::raw`.
+const IN_RAW: u32 = u32::MAX;
 
 impl<M: Model> Level<M> {
     pub fn len(&self) -> usize {
@@ -107,32 +112,44 @@ impl<M: Model> Level<M> {
             .iter()
             .take_while(|piece| piece.first < range.end)
         {
-            let at = unit.raw.len();
             let chunk = &self.chunks[piece.chunk as usize];
             let stored = &chunk[piece.offset as usize..][..piece.stored_len as usize];
-            if piece.compressed {
+            let (source, bytes, mut cursor) = if piece.compressed {
+                let at = unit.raw.len();
                 unit.raw.resize(at + piece.raw_len as usize, 0);
                 let written = lz4_flex::block::decompress_into(stored, &mut unit.raw[at..])
                     .expect("a piece this level compressed");
                 debug_assert_eq!(written, piece.raw_len as usize);
+                (IN_RAW, &unit.raw[..], at)
             } else {
-                unit.raw.extend_from_slice(stored);
-            }
-            let mut cursor = at;
+                (piece.chunk, &chunk[..], piece.offset as usize)
+            };
             for _ in 0..piece.count {
-                let len = read_varint(&unit.raw, &mut cursor) as usize;
-                unit.spans.push((cursor as u32, (cursor + len) as u32));
+                let len = read_varint(bytes, &mut cursor) as usize;
+                unit.spans
+                    .push((source, cursor as u32, (cursor + len) as u32));
                 cursor += len;
             }
         }
         debug_assert_eq!(unit.spans.len(), range.len());
     }
 
+    /// The packing of state `index`, of the unit read into `unit`.
+    #[inline]
+    fn packing<'a>(&'a self, unit: &'a UnitStates, index: usize) -> &'a [u8] {
+        let (source, start, end) = unit.spans[index - unit.first];
+        let bytes = if source == IN_RAW {
+            &unit.raw
+        } else {
+            &self.chunks[source as usize]
+        };
+        &bytes[start as usize..end as usize]
+    }
+
     /// Copy state `index` (of the unit read into `unit`) into `state`, reusing its buffers.
     pub fn load(&self, model: &M, unit: &UnitStates, index: usize, state: &mut M::State) {
         if M::PACKED {
-            let (start, end) = unit.spans[index - unit.first];
-            model.unpack_into(&unit.raw[start as usize..end as usize], state);
+            model.unpack_into(self.packing(unit, index), state);
         } else {
             state.clone_from(&self.states[index]);
         }
@@ -142,7 +159,7 @@ impl<M: Model> Level<M> {
     /// when the model does not pack).
     #[inline]
     pub fn load_parts<'a>(
-        &self,
+        &'a self,
         model: &M,
         unit: &'a UnitStates,
         index: usize,
@@ -150,8 +167,7 @@ impl<M: Model> Level<M> {
         spans: &mut PartSpans,
     ) -> &'a [u8] {
         if M::PACKED {
-            let (start, end) = unit.spans[index - unit.first];
-            let bytes = &unit.raw[start as usize..end as usize];
+            let bytes = self.packing(unit, index);
             model.unpack_parts(bytes, state, spans);
             bytes
         } else {
@@ -248,7 +264,7 @@ impl<M: Model> Level<M> {
 
 impl UnitStates {
     pub fn held_bytes(&self) -> usize {
-        self.raw.capacity() + self.spans.capacity() * size_of::<(u32, u32)>()
+        self.raw.capacity() + self.spans.capacity() * size_of::<(u32, u32, u32)>()
     }
 }
 
@@ -345,43 +361,73 @@ impl<M: Model> Successors<M> {
     /// own.
     pub fn seal(&mut self, first: usize, compress: bool) {
         self.pieces.clear();
-        self.sealed.clear();
         if !M::PACKED {
             return;
+        }
+        if compress {
+            self.sealed.clear();
+        } else {
+            // Written once, into a buffer of its final size.
+            let len: usize = self
+                .candidates
+                .iter()
+                .map(|candidate| {
+                    varint_len(candidate.span.1 - candidate.span.0) + span_len(candidate)
+                })
+                .sum();
+            self.chunk = Vec::with_capacity(len);
         }
         let mut done = 0;
         while done < self.candidates.len() {
             let index = first + done;
             let count = (UNIT_STATES - index % UNIT_STATES).min(self.candidates.len() - done);
-            self.raw.clear();
-            for candidate in &self.candidates[done..done + count] {
-                let (start, end) = candidate.span;
-                push_varint(&mut self.raw, u64::from(end - start));
-                self.raw
-                    .extend_from_slice(&self.bytes[start as usize..end as usize]);
-            }
-            let offset = self.sealed.len();
-            if compress {
-                let room = lz4_flex::block::get_maximum_output_size(self.raw.len());
-                self.sealed.resize(offset + room, 0);
-                let len = lz4_flex::block::compress_into(&self.raw, &mut self.sealed[offset..])
-                    .expect("room for the worst case");
-                self.sealed.truncate(offset + len);
+            let pieces = &self.candidates[done..done + count];
+            let written = if compress {
+                &mut self.raw
             } else {
-                self.sealed.extend_from_slice(&self.raw);
+                &mut self.chunk
+            };
+            let offset = written.len();
+            if compress {
+                written.clear();
             }
+            for candidate in pieces {
+                let (start, end) = candidate.span;
+                push_varint(written, u64::from(end - start));
+                written.extend_from_slice(&self.bytes[start as usize..end as usize]);
+            }
+            let raw_len = written.len() - if compress { 0 } else { offset };
+            let (offset, stored_len) = if compress {
+                self.compress_raw()
+            } else {
+                (offset, raw_len)
+            };
             self.pieces.push(Piece {
                 first: index,
                 count: count as u32,
                 chunk: 0,
                 offset: offset as u32,
-                stored_len: (self.sealed.len() - offset) as u32,
-                raw_len: self.raw.len() as u32,
+                stored_len: stored_len as u32,
+                raw_len: raw_len as u32,
                 compressed: compress,
             });
             done += count;
         }
-        self.chunk = self.sealed.clone();
+        if compress {
+            self.chunk = self.sealed.clone();
+        }
+        debug_assert_eq!(self.chunk.len(), self.chunk.capacity());
+    }
+
+    /// Compress `raw` onto the end of `sealed`: where it starts there, and its length.
+    fn compress_raw(&mut self) -> (usize, usize) {
+        let offset = self.sealed.len();
+        let room = lz4_flex::block::get_maximum_output_size(self.raw.len());
+        self.sealed.resize(offset + room, 0);
+        let len = lz4_flex::block::compress_into(&self.raw, &mut self.sealed[offset..])
+            .expect("room for the worst case");
+        self.sealed.truncate(offset + len);
+        (offset, len)
     }
 
     pub fn held_bytes(&self) -> usize {
@@ -392,4 +438,13 @@ impl<M: Model> Successors<M> {
             + self.sealed.capacity()
             + self.raw.capacity()
     }
+}
+
+fn span_len(candidate: &Candidate) -> usize {
+    (candidate.span.1 - candidate.span.0) as usize
+}
+
+/// Bytes of `value` as a varint.
+fn varint_len(value: u32) -> usize {
+    (32 - value.leading_zeros() as usize).max(1).div_ceil(7)
 }
