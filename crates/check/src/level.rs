@@ -381,26 +381,24 @@ impl<M: Model> Successors<M> {
         while done < self.candidates.len() {
             let index = first + done;
             let count = (UNIT_STATES - index % UNIT_STATES).min(self.candidates.len() - done);
-            let pieces = &self.candidates[done..done + count];
-            let written = if compress {
+            // A compressed piece is written to `raw` first; a stored one straight into the chunk.
+            let target = if compress {
+                self.raw.clear();
                 &mut self.raw
             } else {
                 &mut self.chunk
             };
-            let offset = written.len();
-            if compress {
-                written.clear();
+            let start = target.len();
+            for candidate in &self.candidates[done..done + count] {
+                let (from, to) = candidate.span;
+                push_varint(target, u64::from(to - from));
+                target.extend_from_slice(&self.bytes[from as usize..to as usize]);
             }
-            for candidate in pieces {
-                let (start, end) = candidate.span;
-                push_varint(written, u64::from(end - start));
-                written.extend_from_slice(&self.bytes[start as usize..end as usize]);
-            }
-            let raw_len = written.len() - if compress { 0 } else { offset };
+            let raw_len = target.len() - start;
             let (offset, stored_len) = if compress {
                 self.compress_raw()
             } else {
-                (offset, raw_len)
+                (start, raw_len)
             };
             self.pieces.push(Piece {
                 first: index,
