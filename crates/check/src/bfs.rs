@@ -4,7 +4,7 @@
 //! counterexamples) is therefore the same whatever the thread count. Breadth-first order makes every
 //! counterexample of an `always` property a shortest one.
 
-use super::expand::{count_new, expand_unit, insert_round, keep_new, Output, UnitInput};
+use super::expand::{expand_unit, insert_round, keep_new_round, Output, UnitInput};
 use super::fingerprint::state_fingerprint;
 use super::graph::Graph;
 use super::level::{Level, UnitStates, UNIT_STATES};
@@ -208,21 +208,8 @@ impl<M: Model> Search<M> {
                 .zip(round.par_iter())
                 .for_each(|(out, unit)| expand_unit(&input, unit.clone(), out));
             insert_round(&mut self.visited, outputs);
-            // Each unit's new states, sealed for the next level where they will lie in it.
-            let mut first = next.len();
-            let firsts: Vec<usize> = outputs
-                .iter()
-                .map(|out| {
-                    let at = first;
-                    first += count_new(out);
-                    at
-                })
-                .collect();
             let compress = frontier.next_compressed(bounds.compress_levels_from_bytes);
-            outputs
-                .par_iter_mut()
-                .zip(firsts)
-                .for_each(|(out, first)| keep_new(out, first, compress));
+            keep_new_round(outputs, next.len(), compress);
             self.merge(level.plan, outputs, next);
             frontier.free_before(round.last().map_or(0, |unit| unit.end));
             on_progress(self.nodes.len() as u64, level.depth);

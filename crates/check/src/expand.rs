@@ -8,6 +8,7 @@ use super::parts::{PartSpans, ALL_PARTS};
 use super::plan::Plan;
 use super::por::{self, Reduction};
 use super::visited::{shard_of, Visited, SHARDS};
+use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A transition, by its parent's id and the index of its action among the parent's enabled ones.
@@ -367,8 +368,29 @@ pub(crate) fn insert_round<M: Model>(visited: &mut Visited, outputs: &[Output<M>
     });
 }
 
+/// Keep each unit's new candidates, sealed for the next level where they will lie in it (the round's first new
+/// state at index `first`), the units in parallel.
+pub(crate) fn keep_new_round<M: Model>(
+    outputs: &mut [Output<M>],
+    mut first: usize,
+    compress: bool,
+) {
+    let firsts: Vec<usize> = outputs
+        .iter()
+        .map(|out| {
+            let at = first;
+            first += count_new(out);
+            at
+        })
+        .collect();
+    outputs
+        .par_iter_mut()
+        .zip(firsts)
+        .for_each(|(out, first)| keep_new(out, first, compress));
+}
+
 /// How many of the unit's candidates are new.
-pub(crate) fn count_new<M: Model>(out: &Output<M>) -> usize {
+fn count_new<M: Model>(out: &Output<M>) -> usize {
     out.is_new
         .iter()
         .filter(|is_new| is_new.load(Ordering::Relaxed))
@@ -376,7 +398,7 @@ pub(crate) fn count_new<M: Model>(out: &Output<M>) -> usize {
 }
 
 /// Keep only the candidates marked new, sealed for the level from its index `first` on (`Successors::seal`).
-pub(crate) fn keep_new<M: Model>(out: &mut Output<M>, first: usize, compress: bool) {
+fn keep_new<M: Model>(out: &mut Output<M>, first: usize, compress: bool) {
     let is_new = &out.is_new;
     out.successors
         .retain(|index| is_new[index].load(Ordering::Relaxed));
