@@ -1,8 +1,9 @@
 //! Where the explorer keeps states between levels. A model that packs (`Model::PACKED`) keeps a level as
 //! pieces: runs of consecutive states, each the kept successors of one unit of work cut where a unit of the next
-//! level's work begins (every `UNIT_STATES` states), compressed with LZ4. Neighbouring packings share most of
-//! their bytes (the 4 x 3 x 2 lease world's 151-byte packings take 43), and a level was most of what a large
-//! search held. Each unit of work decompresses only its own pieces, and a round frees the pieces it has
+//! level's work begins (every `UNIT_STATES` states). Once a level passes 16 MiB of packings
+//! (`Bounds::compress_levels_from_bytes`), the next level's pieces are compressed with LZ4: neighbouring packings
+//! share most of their bytes (the 4 x 3 x 2 lease world's 151-byte packings take 43), and past that size a level
+//! is most of what a search holds. Each unit of work decompresses only its own pieces, and a round frees the pieces it has
 //! expanded, so the level being read shrinks while the next one grows. A model that does not pack keeps its
 //! states cloned in a vector. `M::PACKED` is a constant, so each model's explorer is compiled with only its own
 //! branch.
@@ -27,14 +28,15 @@ pub(crate) struct Candidate {
     pub span: (u32, u32),
 }
 
-/// Consecutive states of a level, compressed together: each a varint length and its packing.
+/// Consecutive states of a level, each a varint length and its packing, compressed together or stored as they
+/// are.
 #[derive(Clone, Copy)]
 struct Piece {
     /// The level index of its first state.
     first: usize,
     count: u32,
     chunk: u32,
-    /// Where its compressed bytes lie in the chunk.
+    /// Where its bytes lie in the chunk.
     offset: u32,
     /// Its length in the chunk: compressed, or `raw_len` when the piece is stored as it is.
     stored_len: u32,
@@ -44,7 +46,7 @@ struct Piece {
 
 /// States in search order, ids consecutive from `first_id`.
 pub(crate) struct Level<M: Model> {
-    /// The compressed pieces of packed states, in order; each chunk holds the pieces of one unit's successors.
+    /// The pieces of packed states, in order; each chunk holds the pieces of one unit's successors.
     pieces: Vec<Piece>,
     chunks: Vec<Vec<u8>>,
     /// The level index each chunk's states end at, and the chunks freed so far (the first `freed`).
@@ -208,8 +210,8 @@ impl<M: Model> Level<M> {
         self.append_round(&mut [&mut successors]);
     }
 
-    /// Append a round's sealed successors (`Successors::seal`), unit after unit: each unit's compressed bytes
-    /// become a chunk of the level as they are, without a copy.
+    /// Append a round's sealed successors (`Successors::seal`), unit after unit: each unit's sealed bytes become
+    /// a chunk of the level as they are, without a copy.
     pub fn append_round(&mut self, round: &mut [&mut Successors<M>]) {
         for successors in round.iter_mut() {
             self.len += successors.candidates.len();
