@@ -9,7 +9,7 @@ use super::plan::Plan;
 use super::por::{self, Reduction};
 use super::visited::{shard_of, Visited, SHARDS};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// A transition, by its parent's id and the index of its action among the parent's enabled ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -45,6 +45,9 @@ pub(crate) struct Output<M: Model> {
     pub by_shard: [Vec<u32>; SHARDS],
     /// Set by the shard that inserted the candidate's fingerprint first.
     pub is_new: Vec<AtomicBool>,
+    /// How many of them are new: each shard adds its count once, so the round can number the new states
+    /// without reading every flag again.
+    new_count: AtomicUsize,
     pub transitions: u64,
     /// States expanded with a reduced set (partial-order reduction).
     pub reduced_states: u64,
@@ -67,6 +70,7 @@ impl<M: Model> Default for Output<M> {
             unit_states: UnitStates::default(),
             by_shard: Default::default(),
             is_new: Vec::new(),
+            new_count: AtomicUsize::new(0),
             transitions: 0,
             reduced_states: 0,
             observed: M::Obs::default(),
@@ -344,6 +348,7 @@ fn by_shard<M: Model>(out: &mut Output<M>) {
     out.is_new.clear();
     out.is_new
         .resize_with(out.successors.candidates.len(), || AtomicBool::new(false));
+    out.new_count.store(0, Ordering::Relaxed);
 }
 
 /// How far ahead of its inserts a shard reads the slots the later ones will probe.
@@ -355,6 +360,7 @@ pub(crate) fn insert_round<M: Model>(visited: &mut Visited, outputs: &[Output<M>
     visited.insert_by_shard(|shard, mut set| {
         for out in outputs {
             let indices = &out.by_shard[shard];
+            let mut new_count = 0;
             for (position, &index) in indices.iter().enumerate() {
                 if let Some(&ahead) = indices.get(position + INSERT_AHEAD) {
                     set.touch(out.successors.candidates[ahead as usize].fingerprint);
@@ -362,8 +368,10 @@ pub(crate) fn insert_round<M: Model>(visited: &mut Visited, outputs: &[Output<M>
                 let index = index as usize;
                 if set.insert(out.successors.candidates[index].fingerprint) {
                     out.is_new[index].store(true, Ordering::Relaxed);
+                    new_count += 1;
                 }
             }
+            out.new_count.fetch_add(new_count, Ordering::Relaxed);
         }
     });
 }
@@ -379,7 +387,7 @@ pub(crate) fn keep_new_round<M: Model>(
         .iter()
         .map(|out| {
             let at = first;
-            first += count_new(out);
+            first += out.new_count.load(Ordering::Relaxed);
             at
         })
         .collect();
@@ -389,18 +397,14 @@ pub(crate) fn keep_new_round<M: Model>(
         .for_each(|(out, first)| keep_new(out, first, compress));
 }
 
-/// How many of the unit's candidates are new.
-fn count_new<M: Model>(out: &Output<M>) -> usize {
-    out.is_new
-        .iter()
-        .filter(|is_new| is_new.load(Ordering::Relaxed))
-        .count()
-}
-
 /// Keep only the candidates marked new, sealed for the level from its index `first` on (`Successors::seal`).
 fn keep_new<M: Model>(out: &mut Output<M>, first: usize, compress: bool) {
     let is_new = &out.is_new;
     out.successors
         .retain(|index| is_new[index].load(Ordering::Relaxed));
+    debug_assert_eq!(
+        out.successors.candidates.len(),
+        out.new_count.load(Ordering::Relaxed)
+    );
     out.successors.seal(first, compress);
 }

@@ -11,7 +11,7 @@
 use super::fingerprint::{hashed_fingerprint, packed_fingerprint};
 use super::model::Model;
 use super::parts::PartSpans;
-use super::varint::{push_varint, read_varint};
+use super::varint::{push_varint, read_varint, varint_len};
 
 /// Frontier states per unit of parallel work: small enough to balance two to eight cores on a level of a few
 /// thousand states, large enough that a unit's bookkeeping is noise. Units start at multiples of it, and no
@@ -57,7 +57,6 @@ pub(crate) struct Level<M: Model> {
     raw_bytes: usize,
     /// The states of a model that does not pack.
     states: Vec<M::State>,
-    len: usize,
     pub first_id: u32,
 }
 
@@ -71,7 +70,6 @@ impl<M: Model> Default for Level<M> {
             chunk_bytes: 0,
             raw_bytes: 0,
             states: Vec::new(),
-            len: 0,
             first_id: 0,
         }
     }
@@ -92,11 +90,17 @@ const IN_RAW: u32 = u32::MAX;
 
 impl<M: Model> Level<M> {
     pub fn len(&self) -> usize {
-        self.len
+        if M::PACKED {
+            self.pieces
+                .last()
+                .map_or(0, |piece| piece.first + piece.count as usize)
+        } else {
+            self.states.len()
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// Decompress the states `range` (one unit: it starts at a multiple of `UNIT_STATES`) into `unit`.
@@ -187,7 +191,6 @@ impl<M: Model> Level<M> {
         self.chunk_bytes = 0;
         self.raw_bytes = 0;
         self.states.clear();
-        self.len = 0;
         self.first_id = first_id;
     }
 
@@ -206,7 +209,7 @@ impl<M: Model> Level<M> {
             action_index: 0,
             span,
         });
-        successors.seal(self.len, false);
+        successors.seal(self.len(), false);
         self.append_round(&mut [&mut successors]);
     }
 
@@ -214,7 +217,6 @@ impl<M: Model> Level<M> {
     /// a chunk of the level as they are, without a copy.
     pub fn append_round(&mut self, round: &mut [&mut Successors<M>]) {
         for successors in round.iter_mut() {
-            self.len += successors.candidates.len();
             if !M::PACKED {
                 self.states.append(&mut successors.states);
                 continue;
@@ -234,7 +236,7 @@ impl<M: Model> Level<M> {
             let bytes = std::mem::take(&mut successors.chunk);
             self.chunk_bytes += bytes.capacity();
             self.chunks.push(bytes);
-            self.chunk_ends.push(self.len);
+            self.chunk_ends.push(self.len());
         }
     }
 
@@ -374,7 +376,8 @@ impl<M: Model> Successors<M> {
                 .candidates
                 .iter()
                 .map(|candidate| {
-                    varint_len(candidate.span.1 - candidate.span.0) + span_len(candidate)
+                    let len = candidate.span.1 - candidate.span.0;
+                    varint_len(u64::from(len)) + len as usize
                 })
                 .sum();
             self.chunk = Vec::with_capacity(len);
@@ -438,13 +441,4 @@ impl<M: Model> Successors<M> {
             + self.sealed.capacity()
             + self.raw.capacity()
     }
-}
-
-fn span_len(candidate: &Candidate) -> usize {
-    (candidate.span.1 - candidate.span.0) as usize
-}
-
-/// Bytes of `value` as a varint.
-fn varint_len(value: u32) -> usize {
-    (32 - value.leading_zeros() as usize).max(1).div_ceil(7)
 }
