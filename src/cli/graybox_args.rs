@@ -3,6 +3,7 @@
 //! Ctrl-C and SIGTERM ending it with the service killed (exit 130, 143). Exit 0 all passed (or a replay did not
 //! reproduce), 1 a check failed (or a replay reproduced), 2 bad input or a service that would not run.
 
+use super::auto_stores::AutoStores;
 use super::probe_cmd::ProbeArgs;
 use super::{EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
 use retrylab::graybox::checks::CheckOptions;
@@ -18,6 +19,9 @@ use retrylab::stack::http::Url;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The longest lease a service may declare: the retries after a crash wait up to twice it.
+const LEASE_MS_MAX: u64 = 3_600_000;
+
 /// `--clients`' value when not given (the black-box probe's default pair).
 const CLIENTS_UNSET: &str = "probe-a,probe-b";
 
@@ -29,12 +33,15 @@ pub struct GrayboxArgs {
     /// (or none): a free one. With it, `--clients N` is the number of same-key requests (2 or 3).
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
-    /// The real PostgreSQL (loopback only; every host in the URL is checked, several hosts refused). The
-    /// service reaches it only through the gate; the probe counts and resets on it directly.
-    #[arg(long, value_name = "PGURL", requires = "exec")]
+    /// The real PostgreSQL (loopback only; every host in the URL is checked, several hosts refused), or `auto`: a
+    /// throwaway server from the installed binaries, stopped at the end. The service reaches it only through
+    /// the gate (its DATABASE_URL keeps this URL's scheme: give postgresql:// to SQLAlchemy); the probe counts
+    /// and resets on it directly.
+    #[arg(long, value_name = "PGURL|auto", requires = "exec")]
     pub postgres: Option<String>,
-    /// The real Redis (loopback only), reached by the service only through the gate.
-    #[arg(long, value_name = "REDISURL", requires = "exec")]
+    /// The real Redis (loopback only), or `auto` (a throwaway server), reached by the service only through the
+    /// gate.
+    #[arg(long, value_name = "REDISURL|auto", requires = "exec")]
     pub redis: Option<String>,
     /// Counts the effects on the real database, e.g. "SELECT count(*) FROM payments" (or use --count-url).
     #[arg(
@@ -90,6 +97,9 @@ pub struct GrayboxArgs {
     /// Run a saved schedule again: `reproduced` (exit 1) or `not reproduced: ...` (exit 0).
     #[arg(long, value_name = "FILE", requires = "exec")]
     pub replay: Option<PathBuf>,
+    /// Exit 1 when a check is `incomplete` or `n/a` too (it proved nothing), not only on `fail`.
+    #[arg(long, requires = "exec")]
+    pub strict: bool,
 }
 
 /// URL with its port; port 0 or none: a free loopback port, chosen now.
@@ -115,16 +125,31 @@ fn service_url(text: &str) -> Result<Url, String> {
     Url::parse(&format!("http://{bare}:{port}{path}"))
 }
 
-fn lab_config(probe: &ProbeArgs, gray: &GrayboxArgs, command: &str) -> Result<LabConfig, String> {
+fn lab_config(
+    probe: &ProbeArgs,
+    gray: &GrayboxArgs,
+    command: &str,
+    auto: &AutoStores,
+) -> Result<LabConfig, String> {
     let url = service_url(&probe.url)?;
     let postgres = parse_postgres(
-        gray.postgres
-            .as_deref()
-            .ok_or("--postgres PGURL is needed with --exec")?,
+        &auto
+            .postgres_url(gray.postgres.as_deref())
+            .ok_or("--postgres PGURL (or auto) is needed with --exec")?,
     )?;
-    let redis = gray.redis.as_deref().map(parse_redis).transpose()?;
+    let redis = auto
+        .redis_url(gray.redis.as_deref())
+        .as_deref()
+        .map(parse_redis)
+        .transpose()?;
     let mut headers = Vec::new();
     for header in &probe.headers {
+        if header.contains(['\r', '\n']) {
+            // A line break would end the header and start another (or a second request).
+            return Err(format!(
+                "--header {header:?}: a header may not contain CR or LF"
+            ));
+        }
         match header.split_once(':') {
             Some((name, value)) if !name.trim().is_empty() => {
                 headers.push((name.trim().to_string(), value.trim().to_string()))
@@ -210,6 +235,12 @@ fn check_options(probe: &ProbeArgs, gray: &GrayboxArgs) -> Result<CheckOptions, 
     };
     if gray.schedules_max == 0 {
         return Err("--schedules-max: at least 1".into());
+    }
+    if gray.lease_ms.is_some_and(|ms| ms == 0 || ms > LEASE_MS_MAX) {
+        return Err(format!(
+            "--lease-ms: {} is not in 1..={LEASE_MS_MAX} (an hour)",
+            gray.lease_ms.unwrap_or_default()
+        ));
     }
     let resolve_within_s = match (gray.resolve_within_s, gray.lease_ms) {
         (Some(seconds), _) => seconds,
@@ -297,9 +328,9 @@ fn command_line(probe: &ProbeArgs, gray: &GrayboxArgs) -> String {
     words.join(" ")
 }
 
-fn config(probe: &ProbeArgs, gray: &GrayboxArgs) -> Result<GrayConfig, String> {
+fn config(probe: &ProbeArgs, gray: &GrayboxArgs, auto: &AutoStores) -> Result<GrayConfig, String> {
     let command = gray.exec.clone().expect("run only with --exec");
-    let lab = lab_config(probe, gray, &command)?;
+    let lab = lab_config(probe, gray, &command, auto)?;
     let (count, reset) = count_and_reset(probe, gray, &lab.url)?;
     let checks = if probe.checks.is_empty() {
         GrayCheck::ALL.to_vec()
@@ -344,7 +375,15 @@ pub fn run(probe: &ProbeArgs, gray: &GrayboxArgs) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    let config = match config(probe, gray) {
+    // Before the configuration: `auto` stores are started here and live (and are stopped) with this call.
+    let auto = match AutoStores::start(gray.postgres.as_deref(), gray.redis.as_deref()) {
+        Ok(auto) => auto,
+        Err(message) => {
+            errln!("error: {message}");
+            return EXIT_BAD_INPUT;
+        }
+    };
+    let config = match config(probe, gray, &auto) {
         Ok(config) => config,
         Err(message) => {
             errln!("error: {message}");
@@ -367,7 +406,11 @@ pub fn run(probe: &ProbeArgs, gray: &GrayboxArgs) -> i32 {
         Some(saved) => {
             runtime.block_on(until_signal(replay_and_print(&config, &saved, probe.json)))
         }
-        None => runtime.block_on(until_signal(check_and_print(&config, probe.json))),
+        None => runtime.block_on(until_signal(check_and_print(
+            &config,
+            probe.json,
+            gray.strict,
+        ))),
     };
     code.unwrap_or_else(|signal_code| {
         errln!("interrupted (exit {signal_code}): the service's process group was killed and the gates closed");
@@ -375,7 +418,7 @@ pub fn run(probe: &ProbeArgs, gray: &GrayboxArgs) -> i32 {
     })
 }
 
-async fn check_and_print(config: &GrayConfig, json: bool) -> i32 {
+async fn check_and_print(config: &GrayConfig, json: bool, strict: bool) -> i32 {
     let results = match run_checks(config).await {
         Ok(results) => results,
         Err(error) => {
@@ -383,7 +426,12 @@ async fn check_and_print(config: &GrayConfig, json: bool) -> i32 {
             return EXIT_BAD_INPUT;
         }
     };
-    super::probe_cmd::print_results(&results, json, &table(&results), exit_code(&results) != 0)
+    super::probe_cmd::print_results(
+        &results,
+        json,
+        &table(&results),
+        exit_code(&results, strict) != 0,
+    )
 }
 
 async fn replay_and_print(config: &GrayConfig, saved: &Schedule, json: bool) -> i32 {

@@ -85,6 +85,12 @@ fn config(args: &LoadArgs) -> Result<LoadConfig, String> {
         .map_err(|e| format!("--strategy {}: {e}", args.strategy))?;
     let backoff = Backoff::new(strategy, args.base_ms, args.cap_ms)
         .map_err(|e| format!("--base-ms/--cap-ms: {e}"))?;
+    if !(args.deadline_ms.is_finite() && args.deadline_ms > 0.0) {
+        return Err(format!(
+            "--deadline-ms {}: must be a positive number of milliseconds",
+            args.deadline_ms
+        ));
+    }
     if args.attempts == 0 || args.clients == 0 || args.clients > 1024 {
         return Err("--attempts must be at least 1 and --clients in 1..=1024".into());
     }

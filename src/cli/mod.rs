@@ -21,6 +21,8 @@ macro_rules! outln {
     };
 }
 
+#[cfg(feature = "stack")]
+mod auto_stores;
 mod check_cmd;
 mod explore_cmd;
 #[cfg(feature = "stack")]

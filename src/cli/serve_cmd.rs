@@ -90,6 +90,16 @@ fn config(args: &ServeArgs) -> Result<(ServiceConfig, Option<tempfile::TempDir>)
         Some(step) => Some(CrashAt::parse(step).map_err(|e| format!("--crash-at: {e}"))?),
         None => None,
     };
+    for (flag, name) in [
+        ("--key-header", &args.key_header),
+        ("--client-header", &args.client_header),
+    ] {
+        if !is_header_name(name) {
+            return Err(format!(
+                "{flag} {name:?}: not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only)"
+            ));
+        }
+    }
     if args.lease_ms == 0 || args.lease_ms > LEASE_MS_MAX {
         return Err(format!("--lease-ms: must be in 1..={LEASE_MS_MAX}"));
     }
@@ -103,6 +113,14 @@ fn config(args: &ServeArgs) -> Result<(ServiceConfig, Option<tempfile::TempDir>)
         lease_ms: args.lease_ms,
     };
     Ok((config, temporary))
+}
+
+/// RFC 9110's token: what a header's name may be made of.
+fn is_header_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 pub fn run(args: &ServeArgs) -> i32 {

@@ -102,3 +102,57 @@ fn a_shard_count_of_ten_to_the_fifteen_is_answered_at_once() {
         ],
     );
 }
+
+/// Issue 44, item 18, and the header rule of item 17: flags whose values could not work are refused by name
+/// before anything runs (each was accepted before: a NaN deadline, a header name with a space, a lease near
+/// 2^64 reported as another flag's error, a header value with a line break that starts a second header).
+#[cfg(feature = "stack")]
+#[test]
+fn flags_that_cannot_work_are_refused_by_name() {
+    let folder = tempfile::tempdir().unwrap();
+    let dir = folder.path();
+    let nan = retrylab(
+        &[
+            "load",
+            "http://127.0.0.1:9/payments",
+            "--deadline-ms",
+            "NaN",
+        ],
+        dir,
+    );
+    assert_one_line_error(&nan, &["--deadline-ms NaN", "positive"]);
+    let header = retrylab(&["serve", "--key-header", "bad header"], dir);
+    assert_one_line_error(&header, &["--key-header \"bad header\"", "header name"]);
+    let gray = |extra: &[&str]| {
+        let mut args = vec![
+            "probe",
+            "http://127.0.0.1:0/payments",
+            "--exec",
+            "true",
+            "--postgres",
+            "postgres://u@127.0.0.1:9/d",
+            "--count-sql",
+            "SELECT 1",
+        ];
+        args.extend_from_slice(extra);
+        retrylab(&args, dir)
+    };
+    let lease = gray(&["--lease-ms", "18446744073709551615"]);
+    assert_one_line_error(&lease, &["--lease-ms", "18446744073709551615"]);
+    let injected = gray(&["--header", "X-A: 1\r\nX-Injected: 2"]);
+    assert_one_line_error(&injected, &["--header", "CR or LF"]);
+    let tls = retrylab(
+        &[
+            "probe",
+            "http://127.0.0.1:0/payments",
+            "--exec",
+            "true",
+            "--postgres",
+            "postgres://u@127.0.0.1:9/d?sslmode=require",
+            "--count-sql",
+            "SELECT 1",
+        ],
+        dir,
+    );
+    assert_one_line_error(&tls, &["sslmode=require", "plain TCP"]);
+}

@@ -22,7 +22,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_retrylab");
 // One sample at a time (see the module header), and never beside a broker test: the binary's one lock.
 use crate::ONE_AT_A_TIME;
 
-/// The number of effects: the same table in every sample.
+/// The number of effects: the same table in every sample but the ORM one (its tables have their own names).
 const COUNT_SQL: &str = "SELECT count(*) FROM payments";
 
 /// Debian's interpreter: the one python3-psycopg2 installs into (not a pyenv shim earlier on the PATH).
@@ -36,6 +36,9 @@ struct Sample {
     name: &'static str,
     exec: String,
     redis: bool,
+    count_sql: &'static str,
+    /// The scheme of `--postgres` (SQLAlchemy takes only `postgresql://`; the others are given `postgres://`).
+    scheme: &'static str,
 }
 
 impl Sample {
@@ -44,6 +47,16 @@ impl Sample {
             name,
             exec: format!("{}{PYTHON} app.py", mutant_prefix(mutant)),
             redis: false,
+            count_sql: COUNT_SQL,
+            scheme: "postgres",
+        }
+    }
+
+    fn orm(mutant: bool) -> Sample {
+        Sample {
+            count_sql: "SELECT count(*) FROM orm_payments",
+            scheme: "postgresql",
+            ..Sample::python("python-sqlalchemy", mutant)
         }
     }
 
@@ -52,6 +65,8 @@ impl Sample {
             name,
             exec: format!("{}node app.js", mutant_prefix(mutant)),
             redis: true,
+            count_sql: COUNT_SQL,
+            scheme: "postgres",
         }
     }
 
@@ -95,9 +110,9 @@ impl Stores {
         })
     }
 
-    fn postgres_url(&self) -> String {
+    fn postgres_url(&self, scheme: &str) -> String {
         format!(
-            "postgres://postgres@127.0.0.1:{}/postgres",
+            "{scheme}://postgres@127.0.0.1:{}/postgres",
             self.postgres.port
         )
     }
@@ -110,7 +125,7 @@ fn base_args(sample: &Sample, stores: &Stores) -> Vec<String> {
         .map(String::from)
         .to_vec();
     args.push(sample.exec.clone());
-    args.extend(["--postgres".into(), stores.postgres_url()]);
+    args.extend(["--postgres".into(), stores.postgres_url(sample.scheme)]);
     if let Some(redis) = &stores.redis {
         args.extend([
             "--redis".into(),
@@ -119,7 +134,7 @@ fn base_args(sample: &Sample, stores: &Stores) -> Vec<String> {
             LEASE_MS.into(),
         ]);
     }
-    args.extend(["--reset-sql", "schema.sql", "--count-sql", COUNT_SQL].map(String::from));
+    args.extend(["--reset-sql", "schema.sql", "--count-sql", sample.count_sql].map(String::from));
     args.extend(["--resolve-within-s", "3", "--schedules-max", "200"].map(String::from));
     args.push("--schedule-dir".into());
     args.push(stores.schedules.path().display().to_string());
@@ -395,4 +410,80 @@ fn the_fixed_redis_design_passes_every_check_and_its_mutant_is_caught() {
     );
     assert_eq!(code, 1, "exit 1 when a check fails");
     assert_failures_replay(&mutant, &stores, &lines);
+}
+
+/// Debian's python3 with SQLAlchemy and psycopg2, or `None` after a `skipped:` line.
+fn sqlalchemy_ready() -> Option<()> {
+    let import = Command::new(PYTHON)
+        .args(["-c", "import sqlalchemy, psycopg2"])
+        .output();
+    if !import.is_ok_and(|out| out.status.success()) {
+        missing(
+            "python3-sqlalchemy",
+            "apt-get install -y python3-sqlalchemy python3-psycopg2",
+        )?;
+    }
+    Some(())
+}
+
+/// The service most users have: an ORM over a pool. SQLAlchemy introspects the server inside the first request
+/// after each start, validates each checkout with `SELECT 1`, wraps the payment in a savepoint and stores its
+/// answer in jsonb (given back with its keys in another order): every check must still get a verdict, the correct
+/// design passing them all, the mutant (pays, then records the key in a second transaction) caught.
+#[test]
+fn the_orm_service_gets_a_verdict_from_every_check_and_its_mutant_is_caught() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let fixed = Sample::orm(false);
+    let Some(()) = sqlalchemy_ready() else { return };
+    let Some(stores) = Stores::start(&fixed) else {
+        return;
+    };
+    let (code, lines) = probe(&fixed, &stores);
+    assert_all_pass(fixed.name, code, &lines, false);
+    let lost = result_of(&lines, "lost-response");
+    assert!(
+        lost["evidence"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the same JSON value in other bytes"),
+        "the jsonb replay differs in bytes, and that must be said: {lost}"
+    );
+    let mutant = Sample::orm(true);
+    let (code, lines) = probe(&mutant, &stores);
+    for check in ["crash-at-every-statement", "interleaved-same-key"] {
+        let line = result_of(&lines, check);
+        assert_eq!(line["result"], "fail", "the mutant must be caught: {line}");
+        assert!(
+            line["evidence"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("2 effects"),
+            "{line}"
+        );
+    }
+    assert_eq!(code, 1, "exit 1 when a check fails");
+    assert_failures_replay(&mutant, &stores, &lines);
+}
+
+/// SQLAlchemy refuses `postgres://`: the probe keeps the user's scheme, so the service starts with
+/// `postgresql://` (above) and, given `postgres://`, fails to start with a line saying what to give instead.
+#[test]
+fn an_orm_given_the_scheme_it_refuses_is_told_which_to_use() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let sample = Sample {
+        scheme: "postgres",
+        ..Sample::orm(false)
+    };
+    let Some(()) = sqlalchemy_ready() else { return };
+    let Some(stores) = Stores::start(&sample) else {
+        return;
+    };
+    create_tables(&sample, &stores);
+    let out = run(&sample, &base_args(&sample, &stores));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("give --postgres postgresql://"),
+        "{}",
+        text(&out)
+    );
 }

@@ -15,6 +15,8 @@ mod explorer;
 mod graybox_drivers;
 #[cfg(all(feature = "cli", feature = "stack"))]
 mod graybox_probe;
+#[cfg(all(feature = "cli", feature = "stack"))]
+mod graybox_unearned;
 #[cfg(feature = "stack")]
 mod graybox_wire;
 #[cfg(feature = "stack")]

@@ -464,14 +464,23 @@ fn serve_refuses_a_body_that_is_not_a_json_object() {
     for (key, body, needle) in [
         ("k1", "amount=500", "the body is not JSON"),
         ("k2", "[500]", "must be a JSON object"),
+        ("k4", "{}", "needs a numeric amount"),
+        ("k5", r#"{"amount":"500"}"#, "needs a numeric amount"),
     ] {
         let refused = post(key, body);
         assert_eq!(refused.status, 400, "{body}: {refused:?}");
         assert!(refused.body.contains(needle), "{body}: {}", refused.body);
     }
-    // The twin: a JSON object is a payment.
+    // The twin: a JSON object with an amount is a payment, under a key in UTF-8 beyond ASCII too.
     assert_eq!(post("k3", r#"{"amount":500}"#).status, 201);
-    assert_eq!(serve.count(), 1, "nothing was paid for the refused bodies");
+    let unicode = post("ключ-1", r#"{"amount":500}"#);
+    assert_eq!(unicode.status, 201, "{unicode:?}");
+    assert_eq!(
+        post("ключ-1", r#"{"amount":500}"#).body,
+        unicode.body,
+        "replayed"
+    );
+    assert_eq!(serve.count(), 2, "nothing was paid for the refused bodies");
 }
 
 #[test]

@@ -27,12 +27,30 @@ pub fn default_memory_mib_max(root: &Path) -> u64 {
     }
 }
 
-/// The memory this process may use: the smallest cgroup limit and `MemAvailable`; `None` when neither is known.
+/// The memory this process may use: the smallest cgroup limit, address-space limit (`RLIMIT_AS`, `ulimit -v`)
+/// and `MemAvailable`; `None` when none is known.
 pub fn available_bytes(root: &Path) -> Option<u64> {
-    [cgroup_limit_bytes(root), mem_available_bytes(root)]
-        .into_iter()
-        .flatten()
-        .min()
+    [
+        cgroup_limit_bytes(root),
+        address_space_limit_bytes(root),
+        mem_available_bytes(root),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+}
+
+/// The soft `RLIMIT_AS` of `/proc/self/limits` ("Max address space  6442450944  unlimited  bytes"): an
+/// allocation past it fails, and the process aborts (a model aborted at 5.6 GB under a 6 GB limit).
+fn address_space_limit_bytes(root: &Path) -> Option<u64> {
+    let limits = std::fs::read_to_string(root.join("proc/self/limits")).ok()?;
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max address space"))?;
+    let soft = line["Max address space".len()..]
+        .split_whitespace()
+        .next()?;
+    soft.parse().ok() // "unlimited": no limit
 }
 
 /// `MemAvailable` of `/proc/meminfo` (in kB there).
@@ -146,6 +164,28 @@ mod tests {
         ]);
         assert_eq!(available_bytes(unlimited.path()), Some(4 * GIB));
         assert_eq!(default_memory_mib_max(unlimited.path()), 2048);
+    }
+
+    #[test]
+    fn an_address_space_limit_counts_and_unlimited_does_not() {
+        let limits = |soft: &str| {
+            format!(
+                "Limit                     Soft Limit           Hard Limit           Units\n\
+                 Max stack size            8388608              unlimited            bytes\n\
+                 Max address space         {soft:<20} unlimited            bytes\n"
+            )
+        };
+        let limited = root(&[
+            ("proc/meminfo", MEMINFO_24_GIB),
+            ("proc/self/limits", &limits("6442450944")),
+        ]);
+        assert_eq!(available_bytes(limited.path()), Some(6 * GIB));
+        assert_eq!(default_memory_mib_max(limited.path()), 3072);
+        let unlimited = root(&[
+            ("proc/meminfo", MEMINFO_24_GIB),
+            ("proc/self/limits", &limits("unlimited")),
+        ]);
+        assert_eq!(default_memory_mib_max(unlimited.path()), DEFAULT_MIB_MAX);
     }
 
     #[test]

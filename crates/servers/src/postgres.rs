@@ -37,50 +37,64 @@ impl TempPostgres {
     /// Start a server, or `None` when PostgreSQL is not installed (see `servers::missing`). Panics when it is
     /// installed but does not start (that is a real failure).
     pub fn start() -> Option<TempPostgres> {
-        let Some(bin) = server_bin() else {
+        if server_bin().is_none() {
             missing("PostgreSQL", "apt-get install -y postgresql")?;
-            unreachable!()
-        };
+        }
+        Some(TempPostgres::launch().unwrap_or_else(|error| panic!("{error}")))
+    }
+
+    /// Start a server (`retrylab probe --postgres auto`): an error naming the package when PostgreSQL is not
+    /// installed, or why it did not start.
+    pub fn launch() -> Result<TempPostgres, String> {
+        let bin = server_bin().ok_or_else(|| {
+            format!("PostgreSQL is not installed (no {BIN_GLOB_PARENT}/*/bin/initdb): install with apt-get install -y postgresql")
+        })?;
         let as_postgres_user = is_root();
-        let data = tempfile::tempdir().expect("a temporary directory");
+        let data = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
         if as_postgres_user {
             let chown = Command::new("chown")
                 .args(["-R", "postgres:postgres"])
                 .arg(data.path())
                 .output()
-                .expect("chown runs");
-            assert!(chown.status.success(), "chown: {}", text(&chown));
+                .map_err(|e| format!("chown: {e}"))?;
+            if !chown.status.success() {
+                return Err(format!("chown: {}", text(&chown)));
+            }
         }
-        let port = free_loopback_port().expect("a free loopback port");
+        let port = free_loopback_port().map_err(|e| format!("a free loopback port: {e}"))?;
         let server = TempPostgres {
             bin,
             data,
             port,
             as_postgres_user,
         };
-        let cluster = server.data.path().join("cluster");
-        let init = server.run("initdb", &["-A", "trust", "-U", "postgres", "-D"], &cluster);
-        assert!(init.status.success(), "initdb: {}", text(&init));
+        server.init_and_start()?;
+        Ok(server)
+    }
+
+    fn init_and_start(&self) -> Result<(), String> {
+        let cluster = self.data.path().join("cluster");
+        let init = self.run("initdb", &["-A", "trust", "-U", "postgres", "-D"], &cluster)?;
+        if !init.status.success() {
+            return Err(format!("initdb: {}", text(&init)));
+        }
         let options = format!(
-            "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
-            server.data.path().display()
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port,
+            self.data.path().display()
         );
-        let log = server.data.path().join("server.log");
-        let start = server.run(
-            "pg_ctl",
-            &[
-                "-w",
-                "-l",
-                &log.display().to_string(),
-                "-o",
-                &options,
-                "start",
-                "-D",
-            ],
-            &cluster,
-        );
-        assert!(start.status.success(), "pg_ctl start: {}", text(&start));
-        Some(server)
+        let log = self.data.path().join("server.log").display().to_string();
+        let args = ["-w", "-l", &log, "-o", &options, "start", "-D"];
+        let start = self.run("pg_ctl", &args, &cluster)?;
+        if !start.status.success() {
+            return Err(format!("pg_ctl start: {}", text(&start)));
+        }
+        Ok(())
+    }
+
+    /// `postgresql://postgres@127.0.0.1:PORT/postgres`.
+    pub fn url(&self) -> String {
+        format!("postgresql://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
     /// Connection parameters for the `postgres` crate.
@@ -91,7 +105,7 @@ impl TempPostgres {
         )
     }
 
-    fn run(&self, program: &str, args: &[&str], dir: &Path) -> Output {
+    fn run(&self, program: &str, args: &[&str], dir: &Path) -> Result<Output, String> {
         let binary = self.bin.join(program);
         let mut command = if self.as_postgres_user {
             let mut command = Command::new("runuser");
@@ -105,7 +119,7 @@ impl TempPostgres {
             .arg(dir)
             .current_dir(self.data.path())
             .output()
-            .unwrap_or_else(|error| panic!("{}: {error}", binary.display()))
+            .map_err(|error| format!("{}: {error}", binary.display()))
     }
 }
 

@@ -7,6 +7,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// How to get the server.
+const INSTALL: &str = "install with apt-get install -y redis-server";
+
 /// How long a starting server may take to accept connections.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -28,13 +31,21 @@ impl TempRedis {
     /// Start a server, or `None` when Redis is not installed (see `servers::missing`). Panics when it is
     /// installed but does not start.
     pub fn start() -> Option<TempRedis> {
-        let Some(bin) = server_bin() else {
+        if server_bin().is_none() {
             missing("Redis", "apt-get install -y redis-server")?;
-            unreachable!()
-        };
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let port = free_loopback_port().expect("a free loopback port");
-        let log = std::fs::File::create(dir.path().join("redis.log")).expect("a log file");
+        }
+        Some(TempRedis::launch().unwrap_or_else(|error| panic!("{error}")))
+    }
+
+    /// Start a server (`retrylab probe --redis auto`): an error naming the package when Redis is not installed,
+    /// or why it did not start.
+    pub fn launch() -> Result<TempRedis, String> {
+        let bin =
+            server_bin().ok_or_else(|| format!("redis-server is not installed: {INSTALL}"))?;
+        let dir = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
+        let port = free_loopback_port().map_err(|e| format!("a free loopback port: {e}"))?;
+        let log = std::fs::File::create(dir.path().join("redis.log"))
+            .map_err(|e| format!("redis.log: {e}"))?;
         let child = Command::new(&bin)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--dir"])
@@ -42,7 +53,7 @@ impl TempRedis {
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .unwrap_or_else(|error| panic!("{}: {error}", bin.display()));
+            .map_err(|error| format!("{}: {error}", bin.display()))?;
         let server = TempRedis {
             child,
             _dir: dir,
@@ -50,13 +61,14 @@ impl TempRedis {
         };
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                started.elapsed() < START_TIMEOUT,
-                "redis-server did not listen on 127.0.0.1:{port} within {START_TIMEOUT:?}"
-            );
+            if started.elapsed() >= START_TIMEOUT {
+                return Err(format!(
+                    "redis-server did not listen on 127.0.0.1:{port} within {START_TIMEOUT:?}"
+                ));
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Some(server)
+        Ok(server)
     }
 
     /// `redis://127.0.0.1:PORT`.

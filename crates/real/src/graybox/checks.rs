@@ -14,6 +14,7 @@ use super::lab::{Lab, LabError};
 use super::report::{GrayCheck, GrayVerdict};
 use super::run::{run_schedule, Plan, Released, When};
 use super::schedule::{CrashPoint, Schedule, ScheduledRequest, FORMAT, VERSION};
+use crate::stack::answer;
 use crate::stack::http::HttpResponse;
 use std::time::{Duration, Instant};
 
@@ -118,8 +119,11 @@ async fn crash_at_every_statement(
     let check = GrayCheck::CrashAtEveryStatement;
     let key = options.key(check, 0);
     let before = lab.fresh_count().await?;
+    let seen = lab.gates.boundaries_seen();
     let learned = run_schedule(lab, &[lab.request(&key)], Plan::default()).await?;
+    let boundaries = lab.gates.boundaries_seen() - seen;
     let effects = lab.count().await? - before;
+    lab.check_gated(boundaries, effects)?;
     let answer = &learned.answers[0];
     if !answer.as_ref().is_some_and(success) || effects != 1 {
         let evidence = format!(
@@ -351,6 +355,7 @@ async fn interleaved_same_key(lab: &mut Lab, options: &CheckOptions) -> Result<F
     let check = GrayCheck::InterleavedSameKey;
     let mut explorer = Explorer::new(options.bounds);
     let mut run = 0;
+    let mut unearned = Unearned::default();
     while let Some(prefix) = explorer.next_prefix() {
         run += 1;
         let key = options.key(check, run);
@@ -360,9 +365,13 @@ async fn interleaved_same_key(lab: &mut Lab, options: &CheckOptions) -> Result<F
             prefix: &prefix,
             ..Plan::default()
         };
+        let seen = lab.gates.boundaries_seen();
         let outcome = run_schedule(lab, &requests, plan).await?;
+        let boundaries = lab.gates.boundaries_seen() - seen;
         explorer.record(&outcome.points);
         let effects = lab.count().await? - before;
+        lab.check_gated(boundaries, effects)?;
+        unearned.note(&outcome.answers, effects);
         if effects > 1 {
             let evidence = format!(
                 "{effects} effects: {} requests with one key, schedule {run}, released in this order: {}",
@@ -384,14 +393,69 @@ async fn interleaved_same_key(lab: &mut Lab, options: &CheckOptions) -> Result<F
             });
         }
     }
+    if let Some(vacuous) = unearned.finding(explorer.schedules()) {
+        return Ok(vacuous);
+    }
     if explorer.contested_points() == 0 {
         return Ok(unchosen_finding(explorer.schedules(), options));
     }
-    Ok(coverage_finding(
-        explorer.schedules(),
-        explorer.coverage(),
-        options,
-    ))
+    let mut finding = coverage_finding(explorer.schedules(), explorer.coverage(), options);
+    finding.evidence.push_str(&unearned.remark());
+    Ok(finding)
+}
+
+/// Schedules that proved nothing: no request succeeded (each was refused: a CHECK constraint, a wrong body),
+/// or the count never moved (a `--count-sql` that counts nothing the request does). A search made only of such
+/// schedules is no pass, however many orders it ran.
+#[derive(Debug, Default)]
+struct Unearned {
+    no_success: usize,
+    no_effect: usize,
+    /// The answers of the first schedule with no success ("500, 500").
+    refused: Option<String>,
+}
+
+impl Unearned {
+    fn note(&mut self, answers: &[Option<Result<HttpResponse, String>>], effects: i64) {
+        if !answers.iter().any(|a| a.as_ref().is_some_and(success)) {
+            self.no_success += 1;
+            let shown: Vec<String> = answers.iter().map(shown).collect();
+            self.refused.get_or_insert(shown.join(", "));
+        } else if effects == 0 {
+            self.no_effect += 1;
+        }
+    }
+
+    /// `n/a` when every schedule proved nothing.
+    fn finding(&self, schedules: usize) -> Option<Finding> {
+        let evidence = if self.no_success == schedules {
+            format!(
+                "no request succeeded in any of the {schedules} schedule(s) (the first answered {}): an order in \
+                 which nothing is done proves nothing about doing it twice",
+                self.refused.as_deref().unwrap_or("nothing")
+            )
+        } else if self.no_success + self.no_effect == schedules {
+            format!(
+                "the count never moved in the {schedules} schedule(s) although requests succeeded: the count \
+                 (--count-sql or --count-url) does not see this request's effect, so a second one would not be \
+                 seen either"
+            )
+        } else {
+            return None;
+        };
+        Some(Finding::new(GrayVerdict::NotApplicable, evidence))
+    }
+
+    /// "; 3 schedules proved nothing (...)" when some did.
+    fn remark(&self) -> String {
+        match self.no_success + self.no_effect {
+            0 => String::new(),
+            n => format!(
+                "; {n} schedule(s) proved nothing ({} with no success, {} with no effect counted)",
+                self.no_success, self.no_effect
+            ),
+        }
+    }
 }
 
 /// No run ever had two requests waiting at a statement together: nothing was interleaved by the probe, so a
@@ -440,10 +504,13 @@ pub(super) async fn lost_response(
     let key = options.key(check, 1);
     let request = lab.request(&key);
     let before = lab.fresh_count().await?;
+    let seen = lab.gates.boundaries_seen();
     // The first answer is read, then treated as lost: the client knows nothing and retries with the same key.
     let lost = lab.send_passing(&request).await?;
     let retry = lab.send_passing(&request).await?;
+    let boundaries = lab.gates.boundaries_seen() - seen;
     let effects = lab.count().await? - before;
+    lab.check_gated(boundaries, effects)?;
     let (lost, retry) = match (lost, retry) {
         (Ok(lost), Ok(retry)) => (lost, retry),
         (lost, retry) => {
@@ -464,12 +531,16 @@ pub(super) async fn lost_response(
     }
     // A replay may answer 200 where the original answered 201 (docs/src/domain.md section 3: completed -> 200 with the stored
     // response), as the black-box probe's replay-after-completion allows: the same body, a success.
-    let same = (200..300).contains(&retry.status) && retry.body == lost.body;
+    // Compared as JSON values where both are JSON: a jsonb column gives the stored object's keys back in its
+    // own order, and that is the same answer.
+    let sameness = answer::compare(&lost.body, &retry.body);
+    let same = (200..300).contains(&retry.status) && sameness.same();
     let evidence = match (same, effects) {
         (true, 1) => {
             let evidence = format!(
-                "the retry got the stored answer ({}, same body); count +1",
-                retry.status
+                "the retry got the stored answer ({}, same body); count +1{}",
+                retry.status,
+                sameness.note()
             );
             return Ok(Finding::new(GrayVerdict::Pass, evidence));
         }
@@ -578,6 +649,56 @@ mod tests {
         assert!(
             is_final(201) && is_final(422) && !is_final(409) && !is_final(429) && !is_final(503)
         );
+    }
+
+    fn answered(status: u16) -> Option<Result<HttpResponse, String>> {
+        Some(Ok(HttpResponse {
+            status,
+            headers: Vec::new(),
+            body: String::new(),
+        }))
+    }
+
+    #[test]
+    fn schedules_with_no_success_or_no_effect_are_no_pass() {
+        let mut refused = Unearned::default();
+        refused.note(&[answered(500), answered(500)], 0);
+        refused.note(&[answered(500), None], 0);
+        let finding = refused.finding(2).expect("nothing was earned");
+        assert_eq!(finding.verdict, GrayVerdict::NotApplicable);
+        assert!(
+            finding
+                .evidence
+                .contains("no request succeeded in any of the 2"),
+            "{}",
+            finding.evidence
+        );
+        assert!(
+            finding.evidence.contains("answered 500, 500"),
+            "{}",
+            finding.evidence
+        );
+        let mut uncounted = Unearned::default();
+        uncounted.note(&[answered(201), answered(409)], 0);
+        let finding = uncounted.finding(1).expect("nothing was counted");
+        assert!(
+            finding.evidence.contains("count never moved"),
+            "{}",
+            finding.evidence
+        );
+        // One schedule that succeeded and counted +1 earns the search its verdict; the others are remarked.
+        let mut mixed = Unearned::default();
+        mixed.note(&[answered(500), answered(500)], 0);
+        mixed.note(&[answered(201), answered(200)], 1);
+        assert!(mixed.finding(2).is_none());
+        assert!(
+            mixed
+                .remark()
+                .contains("1 schedule(s) proved nothing (1 with no success"),
+            "{}",
+            mixed.remark()
+        );
+        assert_eq!(Unearned::default().remark(), "");
     }
 
     #[test]

@@ -250,6 +250,12 @@ impl Gates {
         self.shared.hold.store(mode == Mode::Hold, Ordering::SeqCst);
     }
 
+    /// How many boundaries both gates have seen so far, held or not: a count that moved while this did not
+    /// means the service reached the store some other way.
+    pub fn boundaries_seen(&self) -> u64 {
+        self.shared.boundaries.load(Ordering::SeqCst)
+    }
+
     /// Decide a held boundary. False when it is not held (its connection closed, or already decided).
     pub fn decide(&self, id: BoundaryId, decision: Decision) -> bool {
         let held = self.shared.held.lock().expect("held lock").remove(&id);

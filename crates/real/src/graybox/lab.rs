@@ -6,7 +6,7 @@
 use super::effects::Effects;
 use super::gate::{Decision, Event, Gates, Mode, Wire};
 use super::service::{Service, ServiceError, ServiceSpec};
-use super::urls::{percent_decode, PostgresTarget, RedisTarget};
+use super::urls::{PostgresTarget, RedisTarget};
 use crate::stack::http::{exchange, HttpRequest, HttpResponse, Url};
 use std::time::Duration;
 
@@ -46,6 +46,10 @@ pub enum LabError {
     Upstream { wire: Wire, error: String },
     #[error("no progress for {seconds} s: {state}")]
     NoProgress { seconds: u64, state: String },
+    #[error("the store was reached without the gate: the count moved {effects:+} while no statement came through \
+             the gates (a hard-coded URL, or a variable other than {env} the service reads its store from: give it \
+             the gate's URL from {env})")]
+    Bypassed { effects: i64, env: String },
     #[error("{0}")]
     Store(String),
     #[error("the gates: {0}")]
@@ -57,6 +61,51 @@ pub struct Lab {
     pub service: Service,
     pub effects: Effects,
     pub config: LabConfig,
+}
+
+/// The inherited variables the service must not see: every libpq variable (`PGHOSTADDR`, `PGSERVICE`,
+/// `PGSERVICEFILE`, `PGOPTIONS`, `PGSSLMODE`, `PGPASSFILE` ... all begin with `PG`), any of which could send it
+/// around the gate or past its plain TCP, and the store URL variables the probe does not set (a `REDIS_URL` of
+/// the user's shell would take the service to a Redis with no gate in front). Those the probe sets replace them.
+pub fn service_env_removed(
+    config: &LabConfig,
+    inherited: impl Iterator<Item = String>,
+) -> Vec<String> {
+    let set = service_env_names(config);
+    inherited
+        .filter(|name| {
+            name.starts_with("PG")
+                || *name == config.env_names.redis_url
+                || *name == config.env_names.database_url
+                || name == "JDBC_DATABASE_URL"
+        })
+        .filter(|name| !set.contains(name))
+        .collect()
+}
+
+fn service_env_names(config: &LabConfig) -> Vec<String> {
+    let mut names = vec![
+        config.env_names.database_url.clone(),
+        "JDBC_DATABASE_URL".to_string(),
+    ];
+    names.extend(
+        [
+            "PGHOST",
+            "PGPORT",
+            "PGUSER",
+            "PGDATABASE",
+            "PGSSLMODE",
+            "PGGSSENCMODE",
+        ]
+        .map(String::from),
+    );
+    if config.postgres.password.is_some() {
+        names.push("PGPASSWORD".into());
+    }
+    if config.redis.is_some() {
+        names.push(config.env_names.redis_url.clone());
+    }
+    names
 }
 
 /// The service's environment: the port, the gates' URLs, libpq's variables and a JDBC URL.
@@ -77,13 +126,15 @@ pub fn service_env(
         ),
         ("PGHOST".into(), postgres_gate.ip().to_string()),
         ("PGPORT".into(), postgres_gate.port().to_string()),
-        ("PGUSER".into(), percent_decode(&pg.user)),
-        ("PGDATABASE".into(), percent_decode(&pg.database)),
+        ("PGUSER".into(), pg.user.clone()),
+        ("PGDATABASE".into(), pg.database.clone()),
         ("PGSSLMODE".into(), "disable".into()),
+        // libpq tries GSSAPI encryption before TLS when it has credentials: the gate speaks neither.
+        ("PGGSSENCMODE".into(), "disable".into()),
         ("JDBC_DATABASE_URL".into(), pg.jdbc_url(postgres_gate)),
     ];
     if let Some(password) = &pg.password {
-        env.push(("PGPASSWORD".into(), percent_decode(password)));
+        env.push(("PGPASSWORD".into(), password.clone()));
     }
     if let (Some(redis), Some(gate)) = (&config.redis, redis_gate) {
         env.push((config.env_names.redis_url.clone(), redis.gate_url(gate)));
@@ -103,8 +154,10 @@ impl Lab {
             .postgres_address()
             .expect("the PostgreSQL gate was asked for");
         let env = service_env(&config, postgres_gate, gates.redis_address());
+        let inherited = std::env::vars_os().filter_map(|(name, _)| name.into_string().ok());
         let spec = ServiceSpec {
             command: config.command.clone(),
+            env_removed: service_env_removed(&config, inherited),
             env,
             url: config.url.clone(),
             start_timeout: config.start_timeout,
@@ -197,11 +250,93 @@ impl Lab {
         self.count().await
     }
 
+    /// An error when the count moved by `effects` while the gates saw no boundary (`boundaries`: how many they
+    /// saw while the requests ran, taken before counting, as a count URL goes through the gates too).
+    pub fn check_gated(&self, boundaries: u64, effects: i64) -> Result<(), LabError> {
+        if effects != 0 && boundaries == 0 {
+            return Err(LabError::Bypassed {
+                effects,
+                env: self.config.env_names.database_url.clone(),
+            });
+        }
+        Ok(())
+    }
+
     /// The effects now.
     pub async fn count(&mut self) -> Result<i64, LabError> {
         self.gates.set_mode(Mode::Pass);
         let count = self.effects.count().await.map_err(LabError::Store);
         self.settle().await?;
         count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graybox::urls::{parse_postgres, parse_redis};
+
+    fn config(redis: bool) -> LabConfig {
+        LabConfig {
+            command: "true".into(),
+            url: Url::parse("http://127.0.0.1:8080/payments").unwrap(),
+            env_names: EnvNames {
+                port: "PORT".into(),
+                database_url: "DATABASE_URL".into(),
+                redis_url: "REDIS_URL".into(),
+            },
+            postgres: parse_postgres("postgresql://app:pw@127.0.0.1:5432/db").unwrap(),
+            redis: redis.then(|| parse_redis("redis://127.0.0.1:6379").unwrap()),
+            start_timeout: Duration::from_secs(1),
+            key_header: "Idempotency-Key".into(),
+            headers: Vec::new(),
+            body: "{}".into(),
+            request_timeout: Duration::from_secs(1),
+            blocked: Duration::from_millis(100),
+        }
+    }
+
+    #[test]
+    fn every_inherited_libpq_variable_and_unset_store_url_is_taken_out() {
+        let inherited = [
+            "PATH",
+            "PGHOSTADDR",
+            "PGSERVICE",
+            "PGSERVICEFILE",
+            "PGOPTIONS",
+            "PGHOST",
+            "REDIS_URL",
+            "DATABASE_URL",
+            "HOME",
+            "PGPASSWORD",
+        ]
+        .map(String::from);
+        let removed = service_env_removed(&config(false), inherited.clone().into_iter());
+        assert_eq!(
+            removed,
+            [
+                "PGHOSTADDR",
+                "PGSERVICE",
+                "PGSERVICEFILE",
+                "PGOPTIONS",
+                "REDIS_URL"
+            ]
+        );
+        // With a Redis gate, REDIS_URL is the probe's own: replaced, not removed.
+        let removed = service_env_removed(&config(true), inherited.into_iter());
+        assert!(!removed.contains(&"REDIS_URL".to_string()), "{removed:?}");
+        let env = service_env(
+            &config(true),
+            "127.0.0.1:7000".parse().unwrap(),
+            Some("127.0.0.1:7001".parse().unwrap()),
+        );
+        let url = env.iter().find(|(name, _)| name == "DATABASE_URL").unwrap();
+        assert_eq!(
+            url.1,
+            "postgresql://app:pw@127.0.0.1:7000/db?sslmode=disable"
+        );
+        for (name, _) in &env {
+            assert!(!service_env_removed(&config(true), [name.clone()].into_iter()).contains(name));
+        }
     }
 }

@@ -100,9 +100,15 @@ pub fn table(results: &[GrayResult]) -> String {
     text
 }
 
-/// 0 every check passed (or was incomplete or n/a), 1 one failed.
-pub fn exit_code(results: &[GrayResult]) -> i32 {
-    i32::from(results.iter().any(|r| r.result == GrayVerdict::Fail))
+/// 0 every check passed (or was incomplete or n/a), 1 one failed; with `strict` (`--strict`, as `check
+/// --strict` fails on vacuous greens) an `incomplete` or `n/a` is 1 too: it proved nothing.
+pub fn exit_code(results: &[GrayResult], strict: bool) -> i32 {
+    let failing = |r: &&GrayResult| match r.result {
+        GrayVerdict::Fail => true,
+        GrayVerdict::Incomplete | GrayVerdict::NotApplicable => strict,
+        GrayVerdict::Pass => false,
+    };
+    i32::from(results.iter().any(|r| failing(&r)))
 }
 
 #[cfg(test)]
@@ -131,7 +137,19 @@ mod tests {
             reproduce: "retrylab probe ...".into(),
             schedule: None,
         };
-        assert_eq!(exit_code(std::slice::from_ref(&pass)), 0);
+        assert_eq!(exit_code(std::slice::from_ref(&pass), false), 0);
+        // --strict: an incomplete or n/a check proved nothing, and fails the run.
+        assert_eq!(exit_code(std::slice::from_ref(&pass), true), 1);
+        let na = GrayResult {
+            result: GrayVerdict::NotApplicable,
+            ..pass.clone()
+        };
+        assert_eq!(exit_code(std::slice::from_ref(&na), true), 1);
+        let passed = GrayResult {
+            result: GrayVerdict::Pass,
+            ..pass.clone()
+        };
+        assert_eq!(exit_code(std::slice::from_ref(&passed), true), 0);
         let json = serde_json::to_string(&pass).unwrap();
         assert!(
             json.contains(r#""result":"incomplete""#) && !json.contains("schedule"),
@@ -142,7 +160,7 @@ mod tests {
             schedule: Some("retrylab-schedules/lost-response-1.json".into()),
             ..pass.clone()
         };
-        assert_eq!(exit_code(&[pass, fail.clone()]), 1);
+        assert_eq!(exit_code(&[pass, fail.clone()], false), 1);
         assert!(table(&[fail]).contains("schedule: retrylab-schedules/lost-response-1.json"));
     }
 }

@@ -64,6 +64,17 @@ impl Schedule {
         if schedule.requests.is_empty() {
             return Err(format!("--replay {}: requests: empty", path.display()));
         }
+        if let Some(at) = schedule
+            .requests
+            .iter()
+            .position(|r| r.key.contains(['\r', '\n']))
+        {
+            // The key goes into a header: a line break would add headers, or a second request.
+            return Err(format!(
+                "--replay {}: requests[{at}].key: contains CR or LF",
+                path.display()
+            ));
+        }
         if let Some(crash) = &schedule.crash {
             if crash.boundary >= schedule.released.len() {
                 return Err(format!(
@@ -187,6 +198,12 @@ mod tests {
         assert!(Schedule::load(&path)
             .unwrap_err()
             .contains("crash.boundary"));
+        let mut injected = sample();
+        injected.requests[0].key = "k1\r\nX-Injected: 1".into();
+        let path = injected.save(dir.path()).unwrap();
+        assert!(Schedule::load(&path)
+            .unwrap_err()
+            .contains("requests[0].key: contains CR or LF"));
         std::fs::write(dir.path().join("x.json"), "{}").unwrap();
         assert!(Schedule::load(&dir.path().join("x.json"))
             .unwrap_err()

@@ -23,6 +23,8 @@ pub struct ServiceSpec {
     /// Run with `sh -c`.
     pub command: String,
     pub env: Vec<(String, String)>,
+    /// Inherited variables taken out of the service's environment (before `env` is applied).
+    pub env_removed: Vec<String>,
     /// Asked (GET) until it answers anything: then the service is ready.
     pub url: Url,
     pub start_timeout: Duration,
@@ -36,7 +38,10 @@ pub enum ServiceError {
         command: String,
         error: std::io::Error,
     },
-    #[error("the service exited early ({status}); its last output:\n{tail}")]
+    #[error(
+        "the service exited early ({status}){}; its last output:\n{tail}",
+        scheme_hint(tail)
+    )]
     ExitedEarly { status: ExitStatus, tail: String },
     #[error("the service never answered {url} within {timeout:?}; its last output:\n{tail}")]
     NeverAnswered {
@@ -52,6 +57,16 @@ pub struct Service {
     output: File,
     /// Starts so far (1 after the first).
     pub starts: usize,
+}
+
+/// SQLAlchemy (and what is built on it) refuses `postgres://`, the scheme the user's `--postgres` had: say how
+/// to give the service the one it takes, as the probe keeps the user's scheme.
+fn scheme_hint(tail: &str) -> &'static str {
+    if tail.contains("sqlalchemy.dialects:postgres") {
+        " (SQLAlchemy refuses postgres:// URLs: give --postgres postgresql://..., the service's URL keeps its scheme)"
+    } else {
+        ""
+    }
 }
 
 impl Service {
@@ -78,7 +93,11 @@ impl Service {
         };
         let stdout = self.output.try_clone().map_err(spawn_error)?;
         let stderr = self.output.try_clone().map_err(spawn_error)?;
-        let child = Command::new("sh")
+        let mut command = Command::new("sh");
+        for name in &self.spec.env_removed {
+            command.env_remove(name);
+        }
+        let child = command
             .arg("-c")
             .arg(&self.spec.command)
             .envs(self.spec.env.iter().map(|(k, v)| (k, v)))
@@ -194,6 +213,7 @@ mod tests {
         ServiceSpec {
             command: command.to_string(),
             env: vec![("PORT".into(), port.to_string())],
+            env_removed: Vec::new(),
             url: Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap(),
             start_timeout: Duration::from_secs(20),
         }

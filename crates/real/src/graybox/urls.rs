@@ -6,11 +6,15 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-/// The real PostgreSQL: where it is and who to be. User, password and database stay as written in the URL
-/// (percent-encoded), so the gate's URL carries them unchanged.
+/// The real PostgreSQL: where it is and who to be. User, password and database are kept decoded; the URLs the
+/// service is given are built from them, each part percent-encoded, so that no character of theirs (an `@`, a
+/// `,`, a `/`, a `&`) can end a part early and send a client elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PostgresTarget {
     pub address: SocketAddr,
+    /// The scheme as the user wrote it (`postgres` or `postgresql`): the service's URL keeps it, as some
+    /// clients accept only one (SQLAlchemy refuses `postgres://`).
+    pub scheme: String,
     pub user: String,
     pub password: Option<String>,
     pub database: String,
@@ -133,27 +137,29 @@ pub fn parse_postgres(text: &str) -> Result<PostgresTarget, String> {
         ));
     }
     let (mut host, mut port) = split_host_port(parts.hosts, 5432, field)?;
-    let (mut user, mut password) = match parts.userinfo {
-        Some(info) => match info.split_once(':') {
-            Some((user, password)) => (user.to_string(), Some(password.to_string())),
-            None => (info.to_string(), None),
-        },
-        None => ("postgres".to_string(), None),
-    };
-    let mut database = parts.path.to_string();
+    let (mut user, mut password) = postgres_userinfo(parts.userinfo, field)?;
+    let mut database = percent_decode(parts.path);
     let mut hostaddr = None;
     for (name, value) in &parts.query {
+        let value = percent_decode(value);
         match *name {
-            "host" => host = value.to_string(),
-            "hostaddr" => hostaddr = Some(value.to_string()),
+            "host" => host = value,
+            "hostaddr" => hostaddr = Some(value),
             "port" => {
                 port = value
                     .parse()
                     .map_err(|_| format!("{field}: port={value} is not a port number"))?
             }
-            "user" => user = value.to_string(),
-            "password" => password = Some(value.to_string()),
-            "dbname" => database = value.to_string(),
+            "user" => user = value,
+            "password" => password = Some(value),
+            "dbname" => database = value,
+            "sslmode" => refuse_tls(&value, field)?,
+            "service" => {
+                return Err(format!(
+                    "{field}: service={value}: a service file names hosts the probe cannot check; give the \
+                     host, port, user and database in the URL"
+                ))
+            }
             _ => {}
         }
     }
@@ -174,10 +180,62 @@ pub fn parse_postgres(text: &str) -> Result<PostgresTarget, String> {
     }
     Ok(PostgresTarget {
         address: SocketAddr::new(ip.expect("a host was checked above"), port),
+        scheme: text[..text.find("://").expect("cut checked the scheme")].to_string(),
         user,
         password,
         database,
     })
+}
+
+/// `user[:password]`, decoded. A raw `@` in it is refused: libpq ends the user information at the first `@`,
+/// other parsers at the last, so `u:p@127.0.0.3:5999,x@127.0.0.1` names two different hosts to two clients.
+fn postgres_userinfo(
+    userinfo: Option<&str>,
+    field: &str,
+) -> Result<(String, Option<String>), String> {
+    let Some(info) = userinfo else {
+        return Ok(("postgres".to_string(), None));
+    };
+    if info.contains('@') {
+        return Err(format!(
+            "{field}: '@' in the user or password: percent-encode it as %40 (clients disagree on which '@' ends \
+             the user information)"
+        ));
+    }
+    Ok(match info.split_once(':') {
+        Some((user, password)) => (percent_decode(user), Some(percent_decode(password))),
+        None => (percent_decode(info), None),
+    })
+}
+
+/// `sslmode=require`, `verify-ca` and `verify-full` cannot be kept: the gate speaks plain TCP on loopback (it
+/// answers a TLS request with `N`), and a client that insists on TLS would fail. Said by name, not ignored.
+fn refuse_tls(mode: &str, field: &str) -> Result<(), String> {
+    match mode {
+        "disable" | "allow" | "prefer" => Ok(()),
+        "require" | "verify-ca" | "verify-full" => Err(format!(
+            "{field}: sslmode={mode}: the gates speak plain TCP on loopback and cannot pass TLS through; give \
+             sslmode=disable (or leave it out: the service is given sslmode=disable)"
+        )),
+        other => Err(format!(
+            "{field}: sslmode={other} is not a libpq sslmode (disable, allow, prefer, require, verify-ca, \
+             verify-full)"
+        )),
+    }
+}
+
+/// A URL part percent-encoded: everything but RFC 3986's unreserved characters, so a client's parser (libpq's,
+/// a JDBC driver's, a framework's) reads back exactly the decoded text, whatever it is.
+pub fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
 }
 
 /// Parse and check `--redis` (`redis://`; TLS and Unix sockets refused).
@@ -186,6 +244,12 @@ pub fn parse_redis(text: &str) -> Result<RedisTarget, String> {
     let parts = cut(text, &["redis://"], field)?;
     if parts.hosts.is_empty() {
         return Err(format!("{field}: no host: give 127.0.0.1"));
+    }
+    if parts.userinfo.is_some_and(|info| info.contains('@')) {
+        return Err(format!(
+            "{field}: '@' in the user or password: percent-encode it as %40 (clients disagree on which '@' ends \
+             the user information)"
+        ));
     }
     let (host, port) = split_host_port(parts.hosts, 6379, field)?;
     let ip = loopback_host(&host, field)?;
@@ -228,27 +292,30 @@ pub fn percent_decode(text: &str) -> String {
 }
 
 impl PostgresTarget {
-    /// The service's `DATABASE_URL`: the gate's address, TLS off (the gate answers SSLRequest with `N`).
+    /// The service's `DATABASE_URL`: the user's scheme, the gate's address, TLS off (the gate answers
+    /// SSLRequest with `N`); every part percent-encoded.
     pub fn gate_url(&self, gate: SocketAddr) -> String {
         let password = self
             .password
             .as_ref()
-            .map_or(String::new(), |p| format!(":{p}"));
+            .map_or(String::new(), |p| format!(":{}", percent_encode(p)));
         format!(
-            "postgres://{}{password}@{gate}/{}?sslmode=disable",
-            self.user, self.database
+            "{}://{}{password}@{gate}/{}?sslmode=disable",
+            self.scheme,
+            percent_encode(&self.user),
+            percent_encode(&self.database)
         )
     }
 
-    /// The service's `JDBC_DATABASE_URL`.
+    /// The service's `JDBC_DATABASE_URL` (pgjdbc decodes the database and each parameter's value).
     pub fn jdbc_url(&self, gate: SocketAddr) -> String {
-        let password = self
-            .password
-            .as_ref()
-            .map_or(String::new(), |p| format!("&password={p}"));
+        let password = self.password.as_ref().map_or(String::new(), |p| {
+            format!("&password={}", percent_encode(p))
+        });
         format!(
-            "jdbc:postgresql://{gate}/{}?user={}{password}",
-            self.database, self.user
+            "jdbc:postgresql://{gate}/{}?user={}{password}&sslmode=disable",
+            percent_encode(&self.database),
+            percent_encode(&self.user)
         )
     }
 
@@ -259,11 +326,11 @@ impl PostgresTarget {
             .hostaddr(self.address.ip())
             .host(&self.address.ip().to_string())
             .port(self.address.port())
-            .user(&percent_decode(&self.user))
-            .dbname(&percent_decode(&self.database))
+            .user(&self.user)
+            .dbname(&self.database)
             .connect_timeout(std::time::Duration::from_secs(10));
         if let Some(password) = &self.password {
-            config.password(percent_decode(password));
+            config.password(password);
         }
         config
     }
@@ -294,16 +361,21 @@ mod tests {
         assert_eq!(target.address, "127.0.0.1:5433".parse().unwrap());
         assert_eq!(target.database, "payments");
         let gate: SocketAddr = "127.0.0.1:7000".parse().unwrap();
+        assert_eq!(target.password.as_deref(), Some("s@cret"));
         assert_eq!(
             target.gate_url(gate),
             "postgres://app:s%40cret@127.0.0.1:7000/payments?sslmode=disable"
         );
         assert_eq!(
             target.jdbc_url(gate),
-            "jdbc:postgresql://127.0.0.1:7000/payments?user=app&password=s%40cret"
+            "jdbc:postgresql://127.0.0.1:7000/payments?user=app&password=s%40cret&sslmode=disable"
         );
         let plain = parse_postgres("postgresql://postgres@localhost/postgres").unwrap();
         assert_eq!(plain.address, "127.0.0.1:5432".parse().unwrap());
+        // The user's scheme is kept: SQLAlchemy refuses postgres://.
+        assert!(plain
+            .gate_url(gate)
+            .starts_with("postgresql://postgres@127.0.0.1:7000/"));
         let six = parse_postgres("postgres://u@[::1]:6000/d").unwrap();
         assert_eq!(six.address, "[::1]:6000".parse().unwrap());
         assert_eq!(percent_decode("s%40cret%2"), "s@cret%2");
@@ -341,6 +413,58 @@ mod tests {
         }
         // host= on loopback overrides a loopback authority: accepted.
         assert!(parse_postgres("postgres://u@localhost/d?host=127.0.0.2").is_ok());
+    }
+
+    #[test]
+    fn the_services_url_is_built_from_parts_no_character_can_end_early() {
+        // libpq ends the user information at the first '@': refused, not passed on.
+        let two_hosts = "postgres://u:p@127.0.0.3:5999,x@127.0.0.1:5432/db";
+        assert!(parse_postgres(two_hosts)
+            .unwrap_err()
+            .contains("percent-encode it as %40"));
+        // Encoded, every hostile character stays inside its part.
+        let hostile = parse_postgres(
+            "postgres://u%2Cv:p%40127.0.0.3%3A5999%2Cx%26sslfactory%3Dx@127.0.0.1:5432/d%2Fb?user=us%26er",
+        )
+        .unwrap();
+        assert_eq!(hostile.user, "us&er");
+        assert_eq!(
+            hostile.password.as_deref(),
+            Some("p@127.0.0.3:5999,x&sslfactory=x")
+        );
+        assert_eq!(hostile.database, "d/b");
+        let gate: SocketAddr = "127.0.0.1:7000".parse().unwrap();
+        let url = hostile.gate_url(gate);
+        assert_eq!(
+            url,
+            "postgres://us%26er:p%40127.0.0.3%3A5999%2Cx%26sslfactory%3Dx@127.0.0.1:7000/d%2Fb?sslmode=disable"
+        );
+        assert_eq!(url.matches('@').count(), 1, "{url}");
+        let jdbc = hostile.jdbc_url(gate);
+        assert_eq!(jdbc.matches('&').count(), 2, "{jdbc}");
+        assert!(!jdbc.contains("sslfactory="), "{jdbc}");
+        assert_eq!(percent_encode("a-Z_0.~"), "a-Z_0.~");
+        assert_eq!(percent_decode(&percent_encode("é @/%")), "é @/%");
+    }
+
+    #[test]
+    fn tls_the_gate_cannot_keep_is_refused_by_name() {
+        for mode in ["require", "verify-ca", "verify-full"] {
+            let error =
+                parse_postgres(&format!("postgres://u@127.0.0.1/d?sslmode={mode}")).unwrap_err();
+            assert!(
+                error.contains(&format!("sslmode={mode}")) && error.contains("plain TCP"),
+                "{error}"
+            );
+        }
+        assert!(parse_postgres("postgres://u@127.0.0.1/d?sslmode=prefer").is_ok());
+        assert!(parse_postgres("postgres://u@127.0.0.1/d?sslmode=disable").is_ok());
+        assert!(parse_postgres("postgres://u@127.0.0.1/d?sslmode=bogus")
+            .unwrap_err()
+            .contains("not a libpq sslmode"));
+        assert!(parse_postgres("postgres://u@127.0.0.1/d?service=prod")
+            .unwrap_err()
+            .contains("service file"));
     }
 
     #[test]

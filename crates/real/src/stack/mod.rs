@@ -7,8 +7,10 @@
 //!   [`crash_at`] failpoint.
 //! - [`client`]: the retrying client (reqwest and `crate::backoff`).
 //! - [`proxy`]: the seeded fault-injecting proxy; [`http`]: HTTP/1.1 by hand for it and the probe.
+//! - [`answer`]: whether two answers are the same (JSON as values, bytes otherwise).
 //! - [`probe`]: `retrylab probe`'s checks; [`load`]: `retrylab load`.
 
+pub mod answer;
 pub mod client;
 pub mod connection;
 pub mod crash_at;

@@ -181,6 +181,12 @@ fn header(headers: &HeaderMap, name: &str) -> Option<String> {
 /// body" (the draft's Error Scenarios), which a body that is not JSON at all is not.
 pub fn payment_body(body: &str) -> Result<(), String> {
     match serde_json::from_str::<serde_json::Value>(body) {
+        // `{}` is no payment: an amount says what is paid.
+        Ok(serde_json::Value::Object(fields))
+            if !fields.get("amount").is_some_and(|a| a.is_number()) =>
+        {
+            Err("the payment needs a numeric amount ({\"amount\": 500})".into())
+        }
         Ok(serde_json::Value::Object(_)) => Ok(()),
         Ok(_) => Err("the body must be a JSON object (a payment)".into()),
         Err(error) => Err(format!("the body is not JSON: {error}")),
@@ -192,9 +198,20 @@ async fn create_payment(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Some(key) = header(&headers, &service.config.key_header).filter(|k| !k.is_empty()) else {
-        let message = format!("the {} header is required", service.config.key_header);
-        return error(400, &message);
+    let key = match headers
+        .get(&service.config.key_header)
+        .map(|v| std::str::from_utf8(v.as_bytes()))
+    {
+        Some(Ok(key)) if !key.is_empty() => key.to_string(),
+        // A key in UTF-8 beyond ASCII is a key (HeaderValue::to_str takes visible ASCII only).
+        Some(Err(_)) => {
+            let message = format!("the {} header is not UTF-8", service.config.key_header);
+            return error(400, &message);
+        }
+        _ => {
+            let message = format!("the {} header is required", service.config.key_header);
+            return error(400, &message);
+        }
     };
     let Ok(body) = String::from_utf8(body.to_vec()) else {
         return error(400, "the body is not UTF-8");

@@ -6,6 +6,7 @@ use super::evidence::{one_line, shown};
 use super::rules::expectation;
 use super::{ok, CheckResult, ProbeConfig, ProbeError, ProbeVerdict, CHECK_NAMES};
 use crate::backoff::{Backoff, RetryAfter, RetryPolicy, Strategy};
+use crate::stack::answer;
 use crate::stack::client::{ClientConfig, Operation, RetryingClient};
 use crate::stack::http::{HttpError, HttpResponse, Url};
 use crate::stack::proxy::{Action, Fault, FaultPlan, Proxy};
@@ -99,14 +100,17 @@ async fn replay_after_completion(config: &ProbeConfig) -> Checked {
     let second = config.send(&request).await;
     let after = config.count().await?;
     let (count_text, count_ok) = delta(before, after, 1);
-    let pass = match (&first, &second) {
+    let (pass, note) = match (&first, &second) {
         (Ok(a), Ok(b)) => {
-            ok(a.status) && b.body == a.body && (b.status == a.status || ok(b.status)) && count_ok
+            let same = answer::compare(&a.body, &b.body);
+            let pass =
+                ok(a.status) && same.same() && (b.status == a.status || ok(b.status)) && count_ok;
+            (pass, if pass { same.note() } else { "" })
         }
-        _ => false,
+        _ => (false, ""),
     };
     let evidence = format!(
-        "first: {}; again with the same key: {}{count_text}",
+        "first: {}; again with the same key: {}{count_text}{note}",
         shown(&first),
         shown(&second)
     );
@@ -202,7 +206,7 @@ pub fn judge_changed_body(
             remark: ": a request got no answer".into(),
         };
     };
-    let replayed = ok(b.status) && b.body == a.body;
+    let replayed = ok(b.status) && answer::compare(&a.body, &b.body).same();
     let bytes_fingerprint = b.status == declared;
     let mut problems = Vec::new();
     if !ok(a.status) {
@@ -303,7 +307,8 @@ pub fn judge_cross_client(
         return (false, format!(": {a}'s request did not succeed"));
     }
     let stored = ra.body.trim();
-    let leaked = rb.body.trim() == stored || (stored.len() > 2 && rb.body.contains(stored));
+    let leaked = answer::compare(stored, rb.body.trim()).same()
+        || (stored.len() > 2 && rb.body.contains(stored));
     if leaked {
         return (
             false,
@@ -455,7 +460,9 @@ async fn expiry(config: &ProbeConfig) -> Checked {
     let after = config.count().await?;
     let (count_text, count_ok) = delta(before, after, 1);
     let pass = match (&first, &second) {
-        (Ok(a), Ok(b)) => ok(a.status) && ok(b.status) && b.body != a.body && count_ok,
+        (Ok(a), Ok(b)) => {
+            ok(a.status) && ok(b.status) && !answer::compare(&a.body, &b.body).same() && count_ok
+        }
         _ => false,
     };
     let evidence = format!(

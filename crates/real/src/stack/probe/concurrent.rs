@@ -11,6 +11,7 @@ use super::curl;
 use super::evidence::{status_or_no_answer, tally};
 use super::rules::expectation;
 use super::{ok, ProbeConfig, ProbeError, ProbeVerdict};
+use crate::stack::answer;
 use crate::stack::http::{write_then_read, HttpError, HttpResponse};
 use std::sync::Arc;
 use tokio::io::AsyncWriteExt;
@@ -73,14 +74,17 @@ pub fn judge_round(
     count_change: Option<i64>,
 ) -> Round {
     let statuses: Vec<String> = responses.iter().map(status_or_no_answer).collect();
-    let mut executed: Vec<&str> = responses
-        .iter()
-        .flatten()
-        .filter(|r| ok(r.status))
-        .map(|r| r.body.as_str())
-        .collect();
-    executed.sort();
-    executed.dedup();
+    // Distinct answers, a replay of the stored one in other bytes (a jsonb column's key order) being the same.
+    let mut executed: Vec<&str> = Vec::new();
+    for body in responses.iter().flatten().filter(|r| ok(r.status)) {
+        let body = body.body.as_str();
+        if !executed
+            .iter()
+            .any(|seen| answer::compare(seen, body).same())
+        {
+            executed.push(body);
+        }
+    }
     let unexpected: Vec<u16> = responses
         .iter()
         .flatten()
@@ -209,6 +213,13 @@ mod tests {
             !round.pass && round.evidence.contains("2 executions of one"),
             "{round:?}"
         );
+        // The stored answer replayed from a jsonb column, its keys in another order: one execution.
+        let replayed = vec![
+            answer(201, "{\"payment\":1,\"amount\":500}"),
+            answer(200, "{\"amount\": 500, \"payment\": 1}"),
+        ];
+        let round = judge_round(&replayed, None);
+        assert!(round.pass, "{round:?}");
         // One body seen, but the count says two payments (the other response was lost).
         let one_seen = vec![answer(201, "{\"payment\":1}"), Err(HttpError::Closed)];
         let counted = judge_round(&one_seen, Some(2));
