@@ -104,3 +104,47 @@ fn redis_rb_pipelines_and_transactions_keep_their_texts() {
     assert_eq!(state, expected_state("redis-rb"));
     assert_eq!(recorded.boundaries, expected_texts("INCR ?"));
 }
+
+/// redis-py's script call through the gate, once against a server that does not have the script and once
+/// again: its boundaries (`session: ` before the ones that pass unheld) and the store's errors.
+#[test]
+fn a_script_refused_noscript_is_loaded_unheld_and_sent_again_only_the_first_time() {
+    if !runs(PYTHON, &["-c", "import redis"]) {
+        missing("python3-redis", "apt-get install -y python3-redis");
+        return;
+    }
+    let Some(server) = TempRedis::start() else {
+        return;
+    };
+    let mut harness = Harness::start(None, Some(server.port));
+    let mut call = |key: &str| {
+        let mut command = Command::new(PYTHON);
+        command
+            .arg(program("redis_script.py"))
+            .arg(harness.redis_url())
+            .arg(key);
+        harness.drive(command, "EVALSHA", || {})
+    };
+    let evalsha = "EVALSHA ? ? ? ?";
+    let first = call("script:a");
+    assert_eq!(first.trouble, [], "{first:?}");
+    assert_eq!(
+        first.boundaries,
+        strings(&[evalsha, "session: SCRIPT LOAD ?", evalsha])
+    );
+    assert_eq!(first.errors.len(), 1, "{first:?}");
+    assert!(first.errors[0].starts_with("NOSCRIPT"), "{first:?}");
+    // Scripts outlive the client: the next call runs at once, and its one step is the one that counted above.
+    let second = call("script:b");
+    assert_eq!(second.boundaries, strings(&[evalsha]));
+    assert_eq!(second.errors, Vec::<String>::new());
+    let mut direct = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("script:*")
+        .query(&mut direct)
+        .unwrap();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+}

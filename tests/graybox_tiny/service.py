@@ -5,16 +5,56 @@ the key's completion in a later transaction, so a crash between them leaves the 
 answer 409: stuck). `one-transaction` is its fixed twin: claim, payment and completion commit together.
 `check-then-act` looks the key up first and pays when it is absent: two requests that both look before either
 commits pay twice (what interleaved-same-key must find).
+`<design>+orm` (issue 44) adds what an ORM sends besides the request's own statements: in the first request
+after each start of the process only, a validation query, catalogue and server queries and a ROLLBACK with no
+transaction open; in every request, savepoints named after the thread and a counter (a new name each time).
 Python stdlib and psycopg2 only; PORT and DATABASE_URL come from the probe.
 """
+import itertools
 import json
 import os
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import psycopg2
 
-DESIGN = sys.argv[1]
+DESIGN, _, EXTRA = sys.argv[1].partition("+")
+ORM = EXTRA == "orm"
+# The first request of this process introspects; the later ones do not (an ORM's dialect set-up).
+FIRST = threading.Event()
+SAVEPOINTS = itertools.count(1)
+
+
+def introspect_once(conn):
+    """What the ORM sends on its first connection: never data, and never again in this process."""
+    if FIRST.is_set():
+        return
+    FIRST.set()
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute("SELECT 1")
+        cur.execute("select pg_catalog.version()")
+        cur.execute("select current_schema()")
+        cur.execute("SHOW standard_conforming_strings")
+        cur.execute("SELECT t.oid, typarray FROM pg_type t JOIN pg_namespace ns ON typnamespace = ns.oid "
+                    "WHERE typname = 'hstore'")
+        # Sent as is in autocommit: nothing is open (a pool returning its connection).
+        cur.execute("ROLLBACK")
+    conn.autocommit = False
+
+
+def pay_step(cur, key, body):
+    """The payment inside the request's transaction, in a savepoint named after the thread when the ORM is on."""
+    name = f'"s{threading.get_ident()}_x{next(SAVEPOINTS)}"'
+    if ORM:
+        cur.execute(f"SAVEPOINT {name}")
+    cur.execute("INSERT INTO payments (key, amount) VALUES (%s, %s) RETURNING id",
+                (key, body.get("amount", 0)))
+    answer = json.dumps({"payment": cur.fetchone()[0]})
+    if ORM:
+        cur.execute(f"RELEASE SAVEPOINT {name}")
+    return answer
 
 
 def check_then_act(conn, key, body):
@@ -36,6 +76,8 @@ def check_then_act(conn, key, body):
 def pay(key, body):
     conn = psycopg2.connect(os.environ["DATABASE_URL"])
     try:
+        if ORM:
+            introspect_once(conn)
         if DESIGN == "check-then-act":
             return check_then_act(conn, key, body)
         if DESIGN == "claim-first":
@@ -56,9 +98,7 @@ def pay(key, body):
                 state, status, stored = cur.fetchone()
                 conn.rollback()
                 return (status, stored) if state == "done" else (409, '{"error":"in progress"}')
-            cur.execute("INSERT INTO payments (key, amount) VALUES (%s, %s) RETURNING id",
-                        (key, body.get("amount", 0)))
-            answer = json.dumps({"payment": cur.fetchone()[0]})
+            answer = pay_step(cur, key, body)
             cur.execute("UPDATE idempotency_keys SET state = 'done', status = 201, body = %s WHERE key = %s",
                         (answer, key))
         conn.commit()

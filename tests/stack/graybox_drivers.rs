@@ -125,7 +125,7 @@ impl Harness {
             quiet = 0;
             match event {
                 Event::Boundary { boundary, held } => {
-                    let prefix = if boundary.session { "session: " } else { "" };
+                    let prefix = if boundary.session() { "session: " } else { "" };
                     recorded
                         .boundaries
                         .push(format!("{prefix}{}", boundary.text));

@@ -2,7 +2,9 @@
 //! (tests/graybox_tiny/service.py, stdlib + Debian's psycopg2) and a PostgreSQL the test starts: the article's
 //! claim-first design is reported stuck after the claim commits and its saved schedule replays; a check-then-act
 //! design pays twice in some order of two requests, which replays; the fixed twin (one transaction) passes every
-//! check; a probe killed mid-run leaves no process of the service; bad input is
+//! check; with what an ORM adds (`+orm`: introspection in the first request after each start, thread-named
+//! savepoints) the fixed twin still passes crash-at-every-statement and claim-first still fails and replays
+//! (issue 44); a probe killed mid-run leaves no process of the service; bad input is
 //! refused before anything runs, and a service that exits early is exit 2 with its own output. Skipped with one
 //! line when PostgreSQL or /usr/bin/python3 with psycopg2 is missing (a failure under RETRYLAB_REQUIRE_SERVERS=1).
 
@@ -99,9 +101,13 @@ fn the_claim_first_design_is_stuck_after_its_claim_commits_and_the_schedule_repl
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(schedule).unwrap()).unwrap();
     assert_eq!(
         (saved["format"].as_str(), saved["version"].as_u64()),
-        (Some("retrylab-schedule"), Some(1))
+        (Some("retrylab-schedule"), Some(2))
     );
     assert_eq!(saved["crash"]["when"], "after");
+    assert_eq!(
+        (&saved["crash"]["request"], &saved["crash"]["statement"]),
+        (&Value::from(0), &Value::from(0))
+    );
     let (replayed, lines) = run(probe(&pg, "claim-first", dir.path()).args([
         "--resolve-within-s",
         "2",
@@ -163,6 +169,73 @@ fn the_one_transaction_twin_passes_every_check() {
         std::fs::read_dir(dir.path()).map_or(true, |mut d| d.next().is_none()),
         "no schedule saved on a pass"
     );
+}
+
+/// What `+orm` sends unheld in the first request after a start (the learning run's), as the evidence counts it.
+const ORM_HOUSEKEEPING: &str =
+    "housekeeping passed unheld: 4 introspection queries, 1 validation query, 1 ROLLBACK with no transaction";
+
+#[test]
+fn an_orm_introspecting_after_each_start_with_thread_named_savepoints_passes_when_its_design_is_right(
+) {
+    // Introspection in the learning run only, a new savepoint name in every run: the same 7 steps each time.
+    let Some(pg) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (output, lines) = run(probe(&pg, "one-transaction+orm", dir.path()).args([
+        "--check",
+        "crash-at-every-statement",
+        "--resolve-within-s",
+        "5",
+    ]));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{lines:?}\n{}",
+        stderr(&output)
+    );
+    assert_eq!(lines[0]["result"], "pass", "{}", lines[0]);
+    let evidence = lines[0]["evidence"].as_str().unwrap();
+    assert!(
+        evidence
+            .starts_with("14 crashes (7 statements, before and after each): every retry resolved")
+            && evidence.ends_with(ORM_HOUSEKEEPING),
+        "{evidence}"
+    );
+}
+
+#[test]
+fn an_orm_introspecting_after_each_start_does_not_hide_the_claim_first_failure() {
+    let Some(pg) = servers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (output, lines) = run(probe(&pg, "claim-first+orm", dir.path()).args([
+        "--check",
+        "crash-at-every-statement",
+        "--resolve-within-s",
+        "2",
+    ]));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{lines:?}\n{}",
+        stderr(&output)
+    );
+    let evidence = lines[0]["evidence"].as_str().unwrap();
+    assert!(
+        evidence.starts_with("stuck: killed after \"INSERT INTO idempotency_keys")
+            && evidence.contains("committed (statement 1 of 7); retries answered 409 for 2 s")
+            && evidence.ends_with(ORM_HOUSEKEEPING),
+        "{evidence}"
+    );
+    // The replay's run is again the first after a start: it introspects, and that is no divergence.
+    let schedule = lines[0]["schedule"].as_str().unwrap();
+    let (replayed, lines) = run(probe(&pg, "claim-first+orm", dir.path()).args([
+        "--resolve-within-s",
+        "2",
+        "--replay",
+        schedule,
+    ]));
+    assert_eq!(replayed.status.code(), Some(1), "{}", stderr(&replayed));
+    assert_eq!(lines[0]["replay"], "reproduced", "{}", lines[0]);
 }
 
 #[test]

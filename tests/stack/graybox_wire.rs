@@ -103,7 +103,7 @@ fn texts(events: &[Event]) -> Vec<String> {
     events
         .iter()
         .filter_map(|event| match event {
-            Event::Boundary { boundary, .. } if !boundary.session => Some(boundary.text.clone()),
+            Event::Boundary { boundary, .. } if !boundary.session() => Some(boundary.text.clone()),
             _ => None,
         })
         .collect()
@@ -116,7 +116,7 @@ fn is_answer_to(event: &Event, text: &str, events: &[Event]) -> bool {
     };
     events.iter().any(|e| {
         matches!(e, Event::Boundary { boundary, .. }
-            if boundary.id == *id && boundary.text == text && !boundary.session)
+            if boundary.id == *id && boundary.text == text && !boundary.session())
     })
 }
 
@@ -181,7 +181,7 @@ fn simple_queries_are_one_boundary_each_with_literals_replaced() {
             Event::Boundary {
                 boundary,
                 held: false,
-            } if boundary.session => Some(boundary),
+            } if boundary.session() => Some(boundary),
             _ => None,
         })
         .collect();
@@ -273,7 +273,7 @@ fn a_prepared_statement_executed_twice_keeps_its_text() {
     let prepared: Vec<(&str, bool)> = events
         .iter()
         .filter_map(|e| match e {
-            Event::Boundary { boundary, .. } => Some((boundary.text.as_str(), boundary.session)),
+            Event::Boundary { boundary, .. } => Some((boundary.text.as_str(), boundary.session())),
             _ => None,
         })
         .collect();

@@ -192,13 +192,14 @@ fn a_service_killed_while_held_closes_its_connection_and_the_decision_finds_noth
             "postgres",
             "-X",
         ])
-        .args(["-c", "SELECT 1"])
+        // Not `SELECT 1`: a constant select is a validation query, passed unheld.
+        .args(["-c", "SELECT now()"])
         .env("PGSSLMODE", "disable")
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("psql runs");
     let boundary = harness.held();
-    assert_eq!(boundary.text, "SELECT ?");
+    assert_eq!(boundary.text, "SELECT now()");
     psql.kill().unwrap();
     psql.wait().unwrap();
     let events = harness.until(|e| matches!(e, Event::Closed { .. }));

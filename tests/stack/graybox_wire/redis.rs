@@ -188,7 +188,7 @@ fn resp3_replies_maps_included_are_matched_to_their_commands() {
     let events = until_answered(&mut harness, "HLEN ?");
     assert_eq!(texts(&events), ["HSET ? ? ? ? ?", "HGETALL ?", "HLEN ?"]);
     let hello = events.iter().any(
-        |e| matches!(e, Event::Boundary { boundary, .. } if boundary.session && boundary.text == "HELLO ?"),
+        |e| matches!(e, Event::Boundary { boundary, .. } if boundary.session() && boundary.text == "HELLO ?"),
     );
     assert!(
         hello,

@@ -1,5 +1,6 @@
 //! The gray-box checks, one function each, and the replay of a saved schedule:
-//! - `crash-at-every-statement`: learn one request's boundaries, then for each boundary crash before it runs
+//! - `crash-at-every-statement`: learn one request's steps (its request statements: session settings and
+//!   housekeeping pass unheld and are only counted, in the evidence), then for each step crash before it runs
 //!   and after it ran (answer withheld), restart, retry the same key until a final answer; fails on a second
 //!   effect, on a success with no effect, on a retry that never resolves (a stuck key).
 //! - `interleaved-same-key`: `clients` requests with one key, their boundaries released in every order the
@@ -10,9 +11,10 @@
 
 use super::explore::{Bounds, Coverage, Explorer};
 use super::gate::Wire;
+use super::kind::Passed;
 use super::lab::{Lab, LabError};
 use super::report::{GrayCheck, GrayVerdict};
-use super::run::{run_schedule, Plan, Released, When};
+use super::run::{run_schedule, CrashAt, Plan, Released, When};
 use super::schedule::{CrashPoint, Schedule, ScheduledRequest, FORMAT, VERSION};
 use crate::stack::answer;
 use crate::stack::http::HttpResponse;
@@ -140,11 +142,15 @@ async fn crash_at_every_statement(
         ));
     }
     let mut diverged = Vec::new();
-    for (n, (at, when)) in crash_points(statements).into_iter().enumerate() {
+    let mut passed = learned.passed.clone();
+    for (n, at) in crash_points(statements).into_iter().enumerate() {
         let key = options.key(check, n + 1);
-        match crash_once(lab, options, &learned.released, at, when, &key).await? {
+        match crash_once(lab, options, &learned.released, at, &key, &mut passed).await? {
             Crashed::Judged(None) => {}
-            Crashed::Judged(Some(failure)) => return Ok(*failure),
+            Crashed::Judged(Some(mut failure)) => {
+                failure.evidence = with_passed(std::mem::take(&mut failure.evidence), &passed);
+                return Ok(*failure);
+            }
             Crashed::Diverged(why) => diverged.push(why),
         }
     }
@@ -157,15 +163,34 @@ async fn crash_at_every_statement(
             "{evidence}; {} crash points not reached ({first})",
             diverged.len()
         );
-        return Ok(Finding::new(GrayVerdict::Incomplete, evidence));
+        return Ok(Finding::new(
+            GrayVerdict::Incomplete,
+            with_passed(evidence, &passed),
+        ));
     }
-    Ok(Finding::new(GrayVerdict::Pass, evidence))
+    Ok(Finding::new(
+        GrayVerdict::Pass,
+        with_passed(evidence, &passed),
+    ))
 }
 
-/// Every boundary, before and after.
-fn crash_points(statements: usize) -> Vec<(usize, When)> {
+/// The evidence, then what passed unheld in the check's runs (the learning run and the crash runs).
+fn with_passed(evidence: String, passed: &Passed) -> String {
+    match passed.summary() {
+        Some(summary) => format!("{evidence}; {summary}"),
+        None => evidence,
+    }
+}
+
+/// Every step of the one learned request, before and after.
+fn crash_points(statements: usize) -> Vec<CrashAt> {
+    let at = |statement, when| CrashAt {
+        request: 0,
+        statement,
+        when,
+    };
     (0..statements)
-        .flat_map(|at| [(at, When::Before), (at, When::After)])
+        .flat_map(|s| [at(s, When::Before), at(s, When::After)])
         .collect()
 }
 
@@ -176,43 +201,47 @@ pub(super) enum Crashed {
     Diverged(String),
 }
 
-/// Crash one request at `learned[at]` (`when`), restart, retry until resolved, judge the effects.
+/// Crash one request at its step `at` (as the learned steps number them), restart, retry until resolved,
+/// judge the effects. What passed unheld in the crash run is added to `passed`.
 pub(super) async fn crash_once(
     lab: &mut Lab,
     options: &CheckOptions,
     learned: &[Released],
-    at: usize,
-    when: When,
+    at: CrashAt,
     key: &str,
+    passed: &mut Passed,
 ) -> Result<Crashed, LabError> {
     let request = lab.request(key);
     let before = lab.fresh_count().await?;
     let plan = Plan {
         prefix: &[],
-        crash: Some((at, when)),
+        crash: Some(at),
         expected: Some(learned),
     };
     let outcome = run_schedule(lab, std::slice::from_ref(&request), plan).await?;
+    passed.add(&outcome.passed);
     if !outcome.crashed || outcome.divergence.is_some() {
         if outcome.crashed {
             lab.crash_and_restart().await?;
         }
-        let why = outcome
-            .divergence
-            .unwrap_or_else(|| format!("the request finished before statement {}", at + 1));
+        let why = outcome.divergence.unwrap_or_else(|| {
+            format!("the request finished before statement {}", at.statement + 1)
+        });
         return Ok(Crashed::Diverged(why));
     }
     lab.crash_and_restart().await?;
     let resolution = retry_until_resolved(lab, &request, options.resolve_within).await?;
     let effects = lab.count().await? - before;
-    let place = crash_place(learned, at, when);
+    let steps = steps_of(learned, at.request);
+    let place = crash_place(&steps, at.statement, at.when);
     let Some(evidence) = judge_crash(&place, &resolution, effects) else {
         return Ok(Crashed::Judged(None));
     };
     let crash = CrashPoint {
-        boundary: at,
-        when,
-        text: learned[at].text.clone(),
+        request: at.request,
+        statement: at.statement,
+        when: at.when,
+        text: steps[at.statement].text.clone(),
     };
     let saved = schedule(
         lab,
@@ -229,7 +258,16 @@ pub(super) async fn crash_once(
     }))))
 }
 
-/// "killed after "INSERT ..." committed (statement 2 of 5)".
+/// One request's steps, in order.
+fn steps_of(learned: &[Released], request: u32) -> Vec<Released> {
+    learned
+        .iter()
+        .filter(|r| r.request == request)
+        .cloned()
+        .collect()
+}
+
+/// "killed after "INSERT ..." committed (statement 2 of 5)", `learned` being one request's steps.
 fn crash_place(learned: &[Released], at: usize, when: When) -> String {
     let text = &learned[at].text;
     let of = format!("(statement {} of {})", at + 1, learned.len());

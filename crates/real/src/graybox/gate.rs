@@ -15,6 +15,7 @@
 //! Events of one connection come in order: `Opened`, then each boundary's `Boundary` before its `Answered`, then
 //! at most one `Unsupported` or `UpstreamFailed`, then `Closed`. Ids start at 1. The mode starts as `Pass`.
 
+use super::kind::Kind;
 use super::link;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -46,11 +47,17 @@ pub struct Boundary {
     pub connection: ConnectionId,
     pub wire: Wire,
     /// Normalised: literals replaced by `?` (`INSERT INTO keys (key, state) VALUES (?, ?)`, `SET ? ? NX PX ?`);
-    /// several statements of one boundary joined by `; `.
+    /// several statements of one boundary joined by `; `; meaningless names `?` too (`SAVEPOINT ?`).
     pub text: String,
-    /// A session statement (PostgreSQL `SET`/`SHOW`/`RESET`/`DISCARD`/`DEALLOCATE`, a group with no `Execute`;
-    /// Redis `HELLO`/`AUTH`/`CLIENT`/`SELECT`/`PING`/`INFO`/`COMMAND`/`ECHO`): passed without a decision.
-    pub session: bool,
+    /// A step of the request, or a session setting or housekeeping (those pass without a decision).
+    pub kind: Kind,
+}
+
+impl Boundary {
+    /// Passed without a decision (a session setting or housekeeping): what the former `session` field said.
+    pub fn session(&self) -> bool {
+        self.kind.passes()
+    }
 }
 
 /// What the gates tell the controller.
@@ -60,7 +67,7 @@ pub enum Event {
         connection: ConnectionId,
         wire: Wire,
     },
-    /// `held`: it waits for `Gates::decide` (hold mode, not a session statement); otherwise it was forwarded.
+    /// `held`: it waits for `Gates::decide` (hold mode, a request statement); otherwise it was forwarded.
     Boundary { boundary: Boundary, held: bool },
     /// The store's whole answer to a forwarded boundary arrived (PostgreSQL: up to `ReadyForQuery`; Redis: the
     /// command's reply, or `EXEC`'s). Delivered to the service unless the decision was `Withhold`. Not sent when

@@ -5,6 +5,7 @@
 //! began, after which nothing more reaches the service on this connection.
 
 use super::gate::{Boundary, BoundaryId, ConnectionId, Decision, Event, Shared, Wire};
+use super::kind::Kind;
 use super::{pg_wire, resp};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -44,7 +45,7 @@ enum Unit {
     Boundary {
         bytes: Vec<u8>,
         text: String,
-        session: bool,
+        kind: Kind,
         expect: Expect,
     },
     /// Forward, then close (PostgreSQL's Terminate).
@@ -94,10 +95,10 @@ impl Cutter {
                     .map_err(|what| format!("Redis {what}"))?
                 {
                     resp::Command::Quiet => Unit::Quiet(bytes, Expect::Reply),
-                    resp::Command::Boundary { text, session } => Unit::Boundary {
+                    resp::Command::Boundary { text, kind } => Unit::Boundary {
                         bytes,
                         text,
-                        session,
+                        kind,
                         expect: Expect::Reply,
                     },
                 };
@@ -129,7 +130,7 @@ fn pg_unit(step: pg_wire::FrontStep) -> Option<Unit> {
         pg_wire::FrontStep::Group(group) => Some(Unit::Boundary {
             bytes: group.bytes,
             text: group.text,
-            session: group.session,
+            kind: group.kind,
             expect: Expect::Pg(group.end),
         }),
         pg_wire::FrontStep::Last(bytes) => Some(Unit::Last(bytes)),
@@ -396,10 +397,10 @@ impl Front<'_> {
             Unit::Boundary {
                 bytes,
                 text,
-                session,
+                kind,
                 expect,
             } => {
-                let (id, decision) = self.gate(text, session, incoming).await?;
+                let (id, decision) = self.gate(text, kind, incoming).await?;
                 let withheld = decision == Decision::Withhold;
                 self.expect(
                     Tag {
@@ -426,7 +427,7 @@ impl Front<'_> {
     async fn gate(
         &self,
         text: String,
-        session: bool,
+        kind: Kind,
         incoming: &mut Incoming,
     ) -> Result<(BoundaryId, Decision), End> {
         let id = self.shared.next_boundary();
@@ -435,9 +436,9 @@ impl Front<'_> {
             connection: self.connection,
             wire: self.wire,
             text,
-            session,
+            kind,
         };
-        if session || !self.shared.holding() {
+        if kind.passes() || !self.shared.holding() {
             self.shared.emit(Event::Boundary {
                 boundary,
                 held: false,

@@ -5,7 +5,10 @@
 //!   the service and its real stores, record each boundary's normalised text and connection, and hold, release
 //!   or withhold the answer of each one as the controller decides.
 //! - [`pg_wire`] (the service's side) and [`pg_answers`] (the store's), [`resp`]: the two protocols' framing, by
-//!   hand; [`normalise`]: literals replaced. `link` forwards one connection with them.
+//!   hand; [`normalise`]: literals replaced, and [`sql_names`]: meaningless names (savepoints, prepared
+//!   statements, thread ids). `link` forwards one connection with them.
+//! - [`kind`]: what a boundary is (a step of the request, a session setting, housekeeping), decided by
+//!   [`pg_classify`] and [`resp_classify`]; [`protocol`]: what the controller asks of each protocol.
 //! - [`explore`]: which order of statements to try next (stateless DFS, preemption-bounded).
 //! - The controller side builds on [`gate::Gates`]: [`urls`] (the real stores' URLs, loopback only),
 //!   [`service`] (the service as a process group the probe kills and restarts), [`effects`] (count, reset),
@@ -17,16 +20,21 @@ pub mod checks;
 pub mod effects;
 pub mod explore;
 pub mod gate;
+pub mod kind;
 pub mod lab;
 mod link;
 pub mod normalise;
 pub mod pg_answers;
+pub mod pg_classify;
 pub mod pg_wire;
 pub mod probe;
+pub mod protocol;
 pub mod replay;
 pub mod report;
 pub mod resp;
+pub mod resp_classify;
 pub mod run;
 pub mod schedule;
 pub mod service;
+pub mod sql_names;
 pub mod urls;

@@ -4,11 +4,9 @@
 //!
 //! SQL: string literals (`'..'` with `''` escapes, `E'..'` with backslash escapes, `B'..'`, `X'..'`, `N'..'`,
 //! dollar-quoted `$tag$..$tag$`) and numeric literals become `?`; `$1` parameters, identifiers (quoted or not),
-//! keywords and case are kept; comments are dropped (drivers put changing tags in them); whitespace collapses.
+//! keywords and case are kept; comments are dropped (drivers put changing tags in them); whitespace collapses;
+//! then the names that carry no meaning (savepoints, prepared statements, thread ids) go too (`sql_names`).
 //! Redis: the command name upper-cased, each argument `?` except option keywords (`NX`, `PX`, `WITHSCORES` ...).
-
-/// The SQL statement keywords whose statements only change or read the session: passed without a decision.
-const SESSION_SQL: [&str; 5] = ["SET", "SHOW", "RESET", "DISCARD", "DEALLOCATE"];
 
 /// Redis commands whose first argument names a sub-command (`CLIENT SETINFO`, `CONFIG GET`): kept.
 const REDIS_CONTAINERS: [&str; 16] = [
@@ -117,7 +115,7 @@ pub fn sql(text: &str) -> String {
             at += 1;
         }
     }
-    out.trim_end().to_string()
+    super::sql_names::names(out.trim_end())
 }
 
 /// One space, never two and never leading.
@@ -222,17 +220,6 @@ fn dollar(chars: &[char], from: usize, out: &mut String) -> usize {
     chars.len()
 }
 
-/// Whether every statement of a normalised text is a session statement (`SET`, `SHOW` ...), or it is empty.
-pub fn is_session_sql(normalised: &str) -> bool {
-    normalised.split(';').all(|statement| {
-        let first = statement.split_whitespace().next().unwrap_or("");
-        first.is_empty()
-            || SESSION_SQL
-                .iter()
-                .any(|word| word.eq_ignore_ascii_case(first))
-    })
-}
-
 /// A Redis command as a boundary text: `SET ? ? NX PX ?`.
 pub fn redis(args: &[Vec<u8>]) -> String {
     let Some((name, rest)) = args.split_first() else {
@@ -311,14 +298,15 @@ mod tests {
     }
 
     #[test]
-    fn session_statements_are_recognised() {
-        assert!(is_session_sql("SET statement_timeout = ?"));
-        assert!(is_session_sql("show TimeZone"));
-        assert!(is_session_sql(""));
-        assert!(is_session_sql("SET a = ?; RESET b"));
-        assert!(!is_session_sql("SET a = ?; INSERT INTO t VALUES (?)"));
-        assert!(!is_session_sql("BEGIN"));
-        assert!(!is_session_sql("SELECT ?"));
+    fn names_are_normalised_after_the_literals() {
+        assert_eq!(
+            sql(r#"SAVEPOINT "s140099895424704_x1" -- django"#),
+            sql(r#"SAVEPOINT "s139912345678901_x2""#)
+        );
+        assert_eq!(
+            sql("EXECUTE __asyncpg_stmt_12__ (1, 'a')"),
+            "EXECUTE ? (?, ?)"
+        );
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! Backend ([`Answers`]): a Query or Sync group is answered at its ReadyForQuery; a Flush group when each of its
 //! messages got its response, or at an ErrorResponse (after which the store skips everything until a Sync).
 
+use super::kind::Kind;
 use super::normalise;
+use super::pg_classify::Classifier;
 use std::collections::BTreeMap;
 
 /// The largest message either side may send (a bigger one closes the connection as unsupported).
@@ -75,7 +77,7 @@ pub enum GroupEnd {
 pub struct Group {
     pub bytes: Vec<u8>,
     pub text: String,
-    pub session: bool,
+    pub kind: Kind,
     pub end: GroupEnd,
 }
 
@@ -119,6 +121,8 @@ pub struct Front {
     parsed: Vec<String>,
     kinds: Vec<&'static str>,
     responses: u32,
+    /// The connection's transaction state, for what its statements are (`pg_classify`).
+    classifier: Classifier,
 }
 
 impl Default for Front {
@@ -133,6 +137,7 @@ impl Default for Front {
             parsed: Vec::new(),
             kinds: Vec::new(),
             responses: 0,
+            classifier: Classifier::default(),
         }
     }
 }
@@ -294,7 +299,8 @@ impl Front {
         self.responses += 1;
     }
 
-    /// The pending group as a boundary; a group that runs nothing (Parse/Describe/Close only) is a session one.
+    /// The pending group as a boundary; a group that runs nothing (Parse/Describe/Close only) is a session one,
+    /// one that runs statements is what they are.
     fn finish(&mut self, end: GroupEnd, query: bool) -> Group {
         let runs = query || !self.executed.is_empty();
         let text = if runs {
@@ -304,11 +310,15 @@ impl Front {
         } else {
             self.kinds.join("; ")
         };
-        let session = !runs || normalise::is_session_sql(&text);
+        let kind = if runs {
+            self.classifier.classify(&text)
+        } else {
+            Kind::Session
+        };
         let group = Group {
             bytes: std::mem::take(&mut self.pending),
             text,
-            session,
+            kind,
             end,
         };
         self.executed.clear();
@@ -324,8 +334,10 @@ impl Front {
     }
 }
 
-fn unknown(what: &str, name: &str) -> String {
-    format!("<unknown {what} \"{name}\">")
+/// The text of a statement or portal the gate never saw parsed. Without its name: names differ between runs
+/// (`S_3`, `__asyncpg_stmt_12__`) and texts are compared across runs.
+fn unknown(what: &str, _name: &str) -> String {
+    format!("<unknown {what}>")
 }
 
 /// The value of a StartupMessage parameter.
@@ -407,7 +419,7 @@ pub(crate) mod tests {
         steps
             .into_iter()
             .filter_map(|s| match s {
-                FrontStep::Group(g) => Some((g.text, g.session, g.end)),
+                FrontStep::Group(g) => Some((g.text, g.kind.passes(), g.end)),
                 _ => None,
             })
             .collect()

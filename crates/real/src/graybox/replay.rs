@@ -4,6 +4,7 @@
 //! database that was not reset does not answer from the first run's key; bodies are as recorded.
 
 use super::checks::{crash_once, lost_response, order, CheckOptions, Crashed};
+use super::kind::Passed;
 use super::lab::{Lab, LabError};
 use super::report::{GrayCheck, GrayVerdict};
 use super::run::{run_schedule, Plan};
@@ -28,16 +29,8 @@ pub async fn replay(
     let key = format!("{}-replay-{}", saved.requests[0].key, options.run_id);
     let finding = match (check, &saved.crash) {
         (GrayCheck::CrashAtEveryStatement, Some(crash)) => {
-            match crash_once(
-                lab,
-                options,
-                &saved.released,
-                crash.boundary,
-                crash.when,
-                &key,
-            )
-            .await?
-            {
+            let mut passed = Passed::default();
+            match crash_once(lab, options, &saved.released, crash.at(), &key, &mut passed).await? {
                 Crashed::Diverged(why) => return Ok(Replayed::NotReproduced(why)),
                 Crashed::Judged(finding) => finding.map(|f| *f),
             }

@@ -4,7 +4,8 @@
 //! boundaries. One command is one boundary, answered by its one reply; `MULTI` and the commands it queues pass
 //! straight through (they do nothing until `EXEC`), and `EXEC` (or `DISCARD`) is the boundary of the block.
 
-use super::normalise;
+use super::kind::Kind;
+use super::{normalise, resp_classify};
 use std::collections::VecDeque;
 
 /// The largest bulk string either side may send.
@@ -16,11 +17,6 @@ pub const LINE_BYTES_MAX: usize = 64 << 10;
 /// The most commands one `MULTI` block may queue.
 pub const QUEUED_MAX: usize = 10_000;
 
-/// Commands that only set up or read the session: announced, passed without a decision.
-const SESSION: [&str; 11] = [
-    "HELLO", "AUTH", "CLIENT", "SELECT", "PING", "ECHO", "INFO", "COMMAND", "READONLY", "QUIT",
-    "RESET",
-];
 /// Commands after which replies no longer match commands one to one.
 const UNSUPPORTED: [&str; 6] = [
     "SUBSCRIBE",
@@ -180,7 +176,7 @@ pub enum Command {
     /// Forward; its reply is matched but it is no boundary (`MULTI`, a queued command).
     Quiet,
     /// A boundary with this text.
-    Boundary { text: String, session: bool },
+    Boundary { text: String, kind: Kind },
 }
 
 /// The frontend side of one connection: whether a `MULTI` block is open, and the texts it queued.
@@ -204,7 +200,7 @@ impl Front {
                 self.multi = None;
                 return Ok(Command::Boundary {
                     text,
-                    session: false,
+                    kind: Kind::Request,
                 });
             }
             if queued.len() >= QUEUED_MAX {
@@ -217,8 +213,8 @@ impl Front {
             self.multi = Some(vec![name]);
             return Ok(Command::Quiet);
         }
-        let session = SESSION.contains(&name.as_str());
-        Ok(Command::Boundary { text, session })
+        let kind = resp_classify::kind(&text);
+        Ok(Command::Boundary { text, kind })
     }
 }
 
@@ -342,21 +338,21 @@ mod tests {
             front.command(&args(&["exec"])),
             Ok(Command::Boundary {
                 text: "MULTI; SET ? ? NX; EXEC".into(),
-                session: false
+                kind: Kind::Request
             })
         );
         assert_eq!(
             front.command(&args(&["GET", "k"])),
             Ok(Command::Boundary {
                 text: "GET ?".into(),
-                session: false
+                kind: Kind::Request
             })
         );
         assert_eq!(
             front.command(&args(&["HELLO", "3"])),
             Ok(Command::Boundary {
                 text: "HELLO ?".into(),
-                session: true
+                kind: Kind::Housekeeping(crate::graybox::kind::Chore::Connection)
             })
         );
         assert_eq!(

@@ -10,10 +10,18 @@
 //! Attribution: a boundary on connection C belongs to the request C's previous boundary belonged to while that
 //! request is unfinished and not held; otherwise to the request released most recently (same conditions);
 //! otherwise to the first sent request not seen yet. A boundary nobody can own is released at once.
+//!
+//! Steps: only request statements are held (session settings and housekeeping pass unheld, counted in
+//! `RunOutcome::passed`), and a released one the store refused without running it (`Protocol::ran_nothing`,
+//! Redis `NOSCRIPT`) is dropped again. A crash point and the comparison with a recorded schedule address
+//! "request R's k-th step in this run", so a run that differs from the recorded one only in what passed unheld
+//! crashes at the same statement.
 
 use super::explore::{default_choice, Point};
 use super::gate::{Boundary, BoundaryId, ConnectionId, Decision, Event, Mode, Wire};
+use super::kind::Passed;
 use super::lab::{Lab, LabError};
+use super::protocol;
 use crate::stack::http::{exchange, HttpRequest, HttpResponse};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,14 +46,24 @@ pub enum When {
     After,
 }
 
+/// A crash point: request `request`'s step `statement` (0-based, request statements only), met in the run as
+/// it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrashAt {
+    pub request: u32,
+    pub statement: usize,
+    pub when: When,
+}
+
 /// What a run follows.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Plan<'a> {
     /// The choices at the first decision points (request indices).
     pub prefix: &'a [u32],
-    /// Kill at the boundary released `.0`-th (0-based).
-    pub crash: Option<(usize, When)>,
-    /// A recorded schedule's boundaries: the first difference is reported.
+    /// Kill there.
+    pub crash: Option<CrashAt>,
+    /// A recorded schedule's boundaries: the first step of a request that differs from that request's step at
+    /// the same place in the recording is reported.
     pub expected: Option<&'a [Released]>,
 }
 
@@ -60,6 +78,8 @@ pub struct RunOutcome {
     pub crashed: bool,
     /// Where the run left the expected texts or the prefix.
     pub divergence: Option<String>,
+    /// What passed without being a step.
+    pub passed: Passed,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,6 +118,8 @@ struct Tracker {
     boundary_owner: BTreeMap<BoundaryId, usize>,
     held: BTreeMap<BoundaryId, Boundary>,
     answered: BTreeSet<BoundaryId>,
+    /// The ids of `outcome.released`, in the same order.
+    released_ids: Vec<BoundaryId>,
     last_released: Option<usize>,
     blocked: Duration,
     progress_at: Instant,
@@ -115,6 +137,7 @@ impl Tracker {
             boundary_owner: BTreeMap::new(),
             held: BTreeMap::new(),
             answered: BTreeSet::new(),
+            released_ids: Vec::new(),
             last_released: None,
             blocked,
             progress_at: Instant::now(),
@@ -140,6 +163,7 @@ impl Tracker {
     /// Take in one input. Returns a boundary nobody owns (to be released at once).
     fn take(&mut self, input: Input) -> Result<Option<BoundaryId>, LabError> {
         self.progress_at = Instant::now();
+        self.observe(&input);
         match input {
             Input::Answer(request, answer) => {
                 self.outcome.answers[request] = Some(answer);
@@ -311,17 +335,15 @@ async fn decide_all(
         let Phase::Held { id } = tracker.phases[taken as usize] else {
             unreachable!("an enabled request is held")
         };
-        if let Some((at, when)) = plan.crash {
-            if tracker.outcome.released.len() == at {
-                let boundary = &tracker.held[&id];
-                let crashing = Released {
-                    request: taken,
-                    wire: boundary.wire,
-                    text: boundary.text.clone(),
-                };
-                compare(tracker, &crashing, plan.expected);
-                return crash(lab, answers, tracker, id, when).await;
-            }
+        if let Some(at) = plan.crash.filter(|&at| tracker.crash_due(at, taken)) {
+            let boundary = &tracker.held[&id];
+            let crashing = Released {
+                request: taken,
+                wire: boundary.wire,
+                text: boundary.text.clone(),
+            };
+            compare(tracker, &crashing, plan.expected);
+            return crash(lab, answers, tracker, id, at.when).await;
         }
         release(
             lab,
@@ -338,22 +360,85 @@ fn note(tracker: &mut Tracker, divergence: String) {
     tracker.outcome.divergence.get_or_insert(divergence);
 }
 
-/// Note the first boundary that differs from the recorded schedule's at the same place.
+impl Tracker {
+    /// How many steps `request` took so far: the index its next one gets.
+    fn steps_of(&self, request: u32) -> usize {
+        self.outcome
+            .released
+            .iter()
+            .filter(|r| r.request == request)
+            .count()
+    }
+
+    /// Whether releasing `taken`'s held boundary now would be the crash point's step.
+    fn crash_due(&self, at: CrashAt, taken: u32) -> bool {
+        at.request == taken && self.steps_of(taken) == at.statement
+    }
+
+    /// `request`'s held boundary `id` is released: compared with the recording, then one more step.
+    fn record_release(&mut self, request: usize, id: BoundaryId, expected: Option<&[Released]>) {
+        let boundary = self
+            .held
+            .remove(&id)
+            .expect("a held request's boundary is recorded");
+        let released = Released {
+            request: request as u32,
+            wire: boundary.wire,
+            text: boundary.text,
+        };
+        compare(self, &released, expected);
+        self.outcome.released.push(released);
+        self.released_ids.push(id);
+        self.last_released = Some(request);
+    }
+
+    /// What is no step: an unheld boundary is counted; a released one the store refused unrun is dropped from
+    /// the steps (the client sends it again, and that is the step).
+    fn observe(&mut self, input: &Input) {
+        match input {
+            Input::Gate(Event::Boundary {
+                boundary,
+                held: false,
+            }) => self.outcome.passed.note(boundary.kind),
+            Input::Gate(Event::Answered {
+                id,
+                error: Some(error),
+            }) => {
+                let Some(index) = self.released_ids.iter().position(|r| r == id) else {
+                    return;
+                };
+                if protocol::of(self.outcome.released[index].wire).ran_nothing(error) {
+                    self.released_ids.remove(index);
+                    self.outcome.released.remove(index);
+                    self.outcome.passed.note_ran_nothing();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Note the first step that differs from the recorded schedule's step of the same request at the same place.
 fn compare(tracker: &mut Tracker, released: &Released, expected: Option<&[Released]>) {
     let Some(expected) = expected else {
         return;
     };
-    let index = tracker.outcome.released.len();
-    let recorded = expected.get(index);
-    if recorded != Some(released) {
-        let recorded = recorded.map_or("nothing".to_string(), |r| {
-            format!("request {} `{}`", r.request + 1, r.text)
-        });
+    let step = tracker.steps_of(released.request);
+    let recorded = expected
+        .iter()
+        .filter(|r| r.request == released.request)
+        .nth(step);
+    let same = recorded.is_some_and(|r| {
+        r.wire == released.wire && protocol::of(r.wire).same_step(&r.text, &released.text)
+    });
+    if !same {
+        let recorded = recorded.map_or("nothing".to_string(), |r| format!("`{}`", r.text));
         let why = format!(
-            "boundary {}: request {} sent `{}`; the schedule has {recorded}",
-            index + 1,
+            "boundary {}: request {} sent `{}` (its statement {}); the schedule has {recorded} there",
+            tracker.outcome.released.len() + 1,
             released.request + 1,
-            released.text
+            released.text,
+            step + 1
         );
         note(tracker, why);
     }
@@ -367,18 +452,7 @@ fn release(
     decision: Decision,
     expected: Option<&[Released]>,
 ) {
-    let boundary = tracker
-        .held
-        .remove(&id)
-        .expect("a held request's boundary is recorded");
-    let released = Released {
-        request: request as u32,
-        wire: boundary.wire,
-        text: boundary.text,
-    };
-    compare(tracker, &released, expected);
-    tracker.outcome.released.push(released);
-    tracker.last_released = Some(request);
+    tracker.record_release(request, id, expected);
     tracker.phases[request] = if lab.gates.decide(id, decision) {
         Phase::Released {
             id,
@@ -452,6 +526,11 @@ async fn advance(
 /// How long past a request's own timeout a run may go without any event.
 const STALL_SLACK: Duration = Duration::from_secs(5);
 
+/// Crash points and comparisons by request step (issue 44): in a file of their own.
+#[cfg(test)]
+#[path = "run_steps_tests.rs"]
+mod steps_tests;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -462,7 +541,7 @@ mod tests {
             connection,
             wire: Wire::Postgres,
             text: format!("SELECT {id}"),
-            session: false,
+            kind: crate::graybox::kind::Kind::Request,
         }
     }
 

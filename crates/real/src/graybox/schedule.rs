@@ -1,13 +1,20 @@
-//! A failing schedule as data (`retrylab-schedule`, version 1): the check, the requests (key, body), the
-//! boundaries in the order they were released (request, store, normalised text), the crash point, the verdict
-//! and its evidence. Saved for every failure as `<check>-<n>.json`; `--replay FILE` runs it again strictly.
+//! A failing schedule as data (`retrylab-schedule`, version 2): the check, the requests (key, body), the
+//! steps in the order they were released (request, store, normalised text), the crash point, the verdict and
+//! its evidence. Saved for every failure as `<check>-<n>.json`; `--replay FILE` runs it again strictly.
+//!
+//! Version 2's crash point is a request's step (`request`, `statement`: its index among that request's
+//! released steps); version 1's was an index into `released` (`boundary`). A version 1 file is read by
+//! converting its index, which names the same statement.
 
-use super::run::{Released, When};
+use super::run::{CrashAt, Released, When};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 pub const FORMAT: &str = "retrylab-schedule";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// The oldest version `load` reads.
+const VERSION_OLDEST: u32 = 1;
 /// Files per check in one folder at most (`<check>-1.json` ...).
 const FILES_PER_CHECK_MAX: usize = 10_000;
 
@@ -20,10 +27,22 @@ pub struct ScheduledRequest {
 /// Where the service was killed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CrashPoint {
-    /// 0-based index into `released`.
-    pub boundary: usize,
+    /// 0-based index into `requests`.
+    pub request: u32,
+    /// 0-based index among that request's entries of `released`.
+    pub statement: usize,
     pub when: When,
     pub text: String,
+}
+
+impl CrashPoint {
+    pub fn at(&self) -> CrashAt {
+        CrashAt {
+            request: self.request,
+            statement: self.statement,
+            when: self.when,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,51 +60,67 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// Read and check a saved schedule; one-line errors naming the file and the field.
+    /// Read and check a saved schedule (version 1 converted); one-line errors naming the file and the field.
     pub fn load(path: &Path) -> Result<Schedule, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("--replay {}: {e}", path.display()))?;
-        let schedule: Schedule = serde_json::from_str(&text)
-            .map_err(|e| format!("--replay {}: not a retrylab schedule: {e}", path.display()))?;
-        if schedule.format != FORMAT {
+        let not_one = |e: serde_json::Error| {
+            format!("--replay {}: not a retrylab schedule: {e}", path.display())
+        };
+        let mut value: Value = serde_json::from_str(&text).map_err(&not_one)?;
+        let Some(format) = value.get("format").and_then(Value::as_str) else {
             return Err(format!(
-                "--replay {}: format '{}', expected '{FORMAT}'",
-                path.display(),
-                schedule.format
+                "--replay {}: not a retrylab schedule: no format",
+                path.display()
             ));
-        }
-        if schedule.version != VERSION {
+        };
+        if format != FORMAT {
             return Err(format!(
-                "--replay {}: version {}, this retrylab reads {VERSION}",
-                path.display(),
-                schedule.version
-            ));
-        }
-        if schedule.requests.is_empty() {
-            return Err(format!("--replay {}: requests: empty", path.display()));
-        }
-        if let Some(at) = schedule
-            .requests
-            .iter()
-            .position(|r| r.key.contains(['\r', '\n']))
-        {
-            // The key goes into a header: a line break would add headers, or a second request.
-            return Err(format!(
-                "--replay {}: requests[{at}].key: contains CR or LF",
+                "--replay {}: format '{format}', expected '{FORMAT}'",
                 path.display()
             ));
         }
-        if let Some(crash) = &schedule.crash {
-            if crash.boundary >= schedule.released.len() {
-                return Err(format!(
-                    "--replay {}: crash.boundary {} is past the {} boundaries",
-                    path.display(),
-                    crash.boundary,
-                    schedule.released.len()
-                ));
-            }
+        let version = value.get("version").and_then(Value::as_u64).unwrap_or(0);
+        if !(u64::from(VERSION_OLDEST)..=u64::from(VERSION)).contains(&version) {
+            return Err(format!(
+                "--replay {}: version {version}, this retrylab reads {VERSION_OLDEST} to {VERSION}",
+                path.display()
+            ));
         }
+        if version == 1 {
+            upgrade_v1(&mut value).map_err(|e| format!("--replay {}: {e}", path.display()))?;
+        }
+        let schedule: Schedule = serde_json::from_value(value).map_err(not_one)?;
+        schedule
+            .check()
+            .map_err(|e| format!("--replay {}: {e}", path.display()))?;
         Ok(schedule)
+    }
+
+    /// The fields' agreement: requests, and a crash point that names a recorded step with its text.
+    fn check(&self) -> Result<(), String> {
+        if self.requests.is_empty() {
+            return Err("requests: empty".into());
+        }
+        if let Some(at) = self.requests.iter().position(|r| r.key.contains(['\r', '\n'])) {
+            // The key goes into a header: a line break would add headers, or a second request.
+            return Err(format!("requests[{at}].key: contains CR or LF"));
+        }
+        let Some(crash) = &self.crash else {
+            return Ok(());
+        };
+        let steps = self
+            .released
+            .iter()
+            .filter(|r| r.request == crash.request)
+            .count();
+        if crash.statement >= steps {
+            return Err(format!(
+                "crash.statement {} is past request {}'s {steps} statements",
+                crash.statement, crash.request
+            ));
+        }
+        Ok(())
     }
 
     /// Save as `<dir>/<check>-<n>.json` with the first free n.
@@ -117,6 +152,33 @@ impl Schedule {
             self.check
         ))
     }
+}
+
+/// A version 1 schedule as version 2: its crash point's index into `released` becomes the request and the
+/// place among that request's steps.
+fn upgrade_v1(value: &mut Value) -> Result<(), String> {
+    let released: Vec<Released> = serde_json::from_value(value["released"].clone())
+        .map_err(|e| format!("not a retrylab schedule: released: {e}"))?;
+    if let Some(crash) = value.get_mut("crash").filter(|c| !c.is_null()) {
+        let boundary = crash["boundary"]
+            .as_u64()
+            .ok_or("not a retrylab schedule: crash.boundary: not a number")?
+            as usize;
+        let Some(step) = released.get(boundary) else {
+            return Err(format!(
+                "crash.boundary {boundary} is past the {} boundaries",
+                released.len()
+            ));
+        };
+        let statement = released[..boundary]
+            .iter()
+            .filter(|r| r.request == step.request)
+            .count();
+        crash["request"] = step.request.into();
+        crash["statement"] = statement.into();
+    }
+    value["version"] = VERSION.into();
+    Ok(())
 }
 
 /// A word for a POSIX shell, quoted when it needs to be.
@@ -160,7 +222,8 @@ mod tests {
                 },
             ],
             crash: Some(CrashPoint {
-                boundary: 1,
+                request: 0,
+                statement: 1,
                 when: When::After,
                 text: "SET ? ? NX".into(),
             }),
@@ -189,15 +252,23 @@ mod tests {
     fn a_wrong_format_version_or_crash_point_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let mut broken = sample();
-        broken.version = 2;
+        broken.version = VERSION + 1;
         let path = broken.save(dir.path()).unwrap();
-        assert!(Schedule::load(&path).unwrap_err().contains("version 2"));
+        let error = Schedule::load(&path).unwrap_err();
+        assert!(
+            error.contains(&format!(
+                "version {}, this retrylab reads 1 to {VERSION}",
+                VERSION + 1
+            )),
+            "{error}"
+        );
+        assert_eq!(error.lines().count(), 1);
         let mut past = sample();
-        past.crash.as_mut().unwrap().boundary = 2;
+        past.crash.as_mut().unwrap().statement = 2;
         let path = past.save(dir.path()).unwrap();
         assert!(Schedule::load(&path)
             .unwrap_err()
-            .contains("crash.boundary"));
+            .contains("crash.statement 2 is past request 0's 2 statements"));
         let mut injected = sample();
         injected.requests[0].key = "k1\r\nX-Injected: 1".into();
         let path = injected.save(dir.path()).unwrap();
@@ -208,6 +279,40 @@ mod tests {
         assert!(Schedule::load(&dir.path().join("x.json"))
             .unwrap_err()
             .contains("not a retrylab schedule"));
+    }
+
+    /// A version 1 file as retrylab 0.1 wrote it: two requests, the crash at the 3rd released boundary.
+    const VERSION_1: &str = r#"{"format": "retrylab-schedule", "version": 1, "check": "crash-at-every-statement",
+        "url": "http://127.0.0.1:8080/payments", "requests": [{"key": "k1", "body": "{}"}, {"key": "k1", "body": "{}"}],
+        "released": [{"request": 0, "wire": "postgres", "text": "BEGIN"},
+                     {"request": 1, "wire": "postgres", "text": "BEGIN"},
+                     {"request": 1, "wire": "postgres", "text": "COMMIT"}],
+        "crash": {"boundary": 2, "when": "before", "text": "COMMIT"}, "verdict": "fail", "evidence": "stuck"}"#;
+
+    #[test]
+    fn a_version_1_crash_point_is_read_as_the_same_requests_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.json");
+        std::fs::write(&path, VERSION_1).unwrap();
+        let schedule = Schedule::load(&path).unwrap();
+        assert_eq!(schedule.version, VERSION);
+        let crash = schedule.crash.unwrap();
+        // The 3rd boundary overall is request 2's 2nd statement (not its 3rd, not request 1's).
+        assert_eq!(
+            (crash.request, crash.statement, crash.when),
+            (1, 1, When::Before)
+        );
+        assert_eq!(crash.text, "COMMIT");
+        std::fs::write(
+            &path,
+            VERSION_1.replace(r#""boundary": 2"#, r#""boundary": 3"#),
+        )
+        .unwrap();
+        let error = Schedule::load(&path).unwrap_err();
+        assert!(
+            error.ends_with("crash.boundary 3 is past the 3 boundaries"),
+            "{error}"
+        );
     }
 
     #[test]
