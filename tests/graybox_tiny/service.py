@@ -5,6 +5,10 @@ the key's completion in a later transaction, so a crash between them leaves the 
 answer 409: stuck). `one-transaction` is its fixed twin: claim, payment and completion commit together.
 `check-then-act` looks the key up first and pays when it is absent: two requests that both look before either
 commits pay twice (what interleaved-same-key must find).
+In `one-transaction`, a second request's claim waits on the first one's uncommitted claim (the key's unique
+index): a row lock the probe must learn from PostgreSQL, not from a timer.
+`lock-and-sleep` takes the key's row lock, then sleeps for the body's `sleep` seconds in the same transaction
+(a long statement holding a lock); a request that cannot get the lock within 3 s answers 503.
 Python stdlib and psycopg2 only; PORT and DATABASE_URL come from the probe.
 """
 import json
@@ -33,11 +37,30 @@ def check_then_act(conn, key, body):
     return 201, answer
 
 
+def lock_and_sleep(conn, key, body):
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET LOCAL lock_timeout = '3s'")
+            cur.execute("INSERT INTO idempotency_keys (key, state) VALUES (%s, 'started') "
+                        "ON CONFLICT (key) DO UPDATE SET state = 'started'", (key,))
+            cur.execute("SELECT pg_sleep(%s)", (float(body.get("sleep", 0)),))
+            cur.execute("INSERT INTO payments (key, amount) VALUES (%s, %s) RETURNING id",
+                        (key, body.get("amount", 0)))
+            answer = json.dumps({"payment": cur.fetchone()[0]})
+        conn.commit()
+        return 201, answer
+    except psycopg2.errors.LockNotAvailable:
+        conn.rollback()
+        return 503, '{"error":"the key is locked"}'
+
+
 def pay(key, body):
     conn = psycopg2.connect(os.environ["DATABASE_URL"])
     try:
         if DESIGN == "check-then-act":
             return check_then_act(conn, key, body)
+        if DESIGN == "lock-and-sleep":
+            return lock_and_sleep(conn, key, body)
         if DESIGN == "claim-first":
             conn.autocommit = True
             with conn.cursor() as cur:

@@ -351,6 +351,7 @@ async fn interleaved_same_key(lab: &mut Lab, options: &CheckOptions) -> Result<F
     let check = GrayCheck::InterleavedSameKey;
     let mut explorer = Explorer::new(options.bounds);
     let mut run = 0;
+    let mut waits = Waits::default();
     while let Some(prefix) = explorer.next_prefix() {
         run += 1;
         let key = options.key(check, run);
@@ -362,12 +363,15 @@ async fn interleaved_same_key(lab: &mut Lab, options: &CheckOptions) -> Result<F
         };
         let outcome = run_schedule(lab, &requests, plan).await?;
         explorer.record(&outcome.points);
+        waits.store += outcome.store_waits;
+        waits.timer += outcome.timer_waits;
         let effects = lab.count().await? - before;
         if effects > 1 {
             let evidence = format!(
-                "{effects} effects: {} requests with one key, schedule {run}, released in this order: {}",
+                "{effects} effects: {} requests with one key, schedule {run}, released in this order: {}; {}",
                 options.clients,
-                order(&outcome.released)
+                order(&outcome.released),
+                waits.said()
             );
             let saved = schedule(
                 lab,
@@ -384,14 +388,37 @@ async fn interleaved_same_key(lab: &mut Lab, options: &CheckOptions) -> Result<F
             });
         }
     }
-    if explorer.contested_points() == 0 {
-        return Ok(unchosen_finding(explorer.schedules(), options));
+    let mut finding = if explorer.contested_points() == 0 {
+        unchosen_finding(explorer.schedules(), options)
+    } else {
+        coverage_finding(explorer.schedules(), explorer.coverage(), options)
+    };
+    finding.evidence = format!("{}; {}", finding.evidence, waits.said());
+    Ok(finding)
+}
+
+/// Released statements seen waiting on a lock at a decision point, over a check's schedules, by who said so.
+#[derive(Clone, Copy, Debug, Default)]
+struct Waits {
+    store: usize,
+    timer: usize,
+}
+
+impl Waits {
+    /// How blocking was decided, for the evidence. The timer's count is named only when it decided any: it
+    /// depends on the machine's speed, the store's does not.
+    fn said(&self) -> String {
+        let store = format!(
+            "blocking decided by PostgreSQL (pg_blocking_pids): {} waits seen",
+            self.store
+        );
+        match self.timer {
+            0 => store,
+            timer => format!(
+                "{store}, {timer} more by the --blocked-ms timer (Redis blocking commands, backends not known)"
+            ),
+        }
     }
-    Ok(coverage_finding(
-        explorer.schedules(),
-        explorer.coverage(),
-        options,
-    ))
 }
 
 /// No run ever had two requests waiting at a statement together: nothing was interleaved by the probe, so a
