@@ -79,7 +79,10 @@ pub struct GrayboxArgs {
     /// interleaved-same-key: switches away from a request that could go on, at most (CHESS's bound).
     #[arg(long, default_value_t = 2)]
     pub preemptions: usize,
-    /// A released statement with no answer within it is blocked on a lock (the others go on).
+    /// Only where the store cannot say whether a statement waits: a Redis blocking command (BLPOP, XREAD
+    /// BLOCK, WAIT ...) or a request with no statement seen yet, with no answer within it, is taken as waiting
+    /// (the others go on). A released PostgreSQL statement is blocked exactly while PostgreSQL says it waits on
+    /// a lock (pg_blocking_pids); other Redis commands always answer.
     #[arg(long, default_value_t = 200)]
     pub blocked_ms: u64,
     /// After a crash, retries must get a final answer within it (default 2x --lease-ms, or 30).

@@ -8,6 +8,10 @@ commits pay twice (what interleaved-same-key must find).
 `<design>+orm` (issue 44) adds what an ORM sends besides the request's own statements: in the first request
 after each start of the process only, a validation query, catalogue and server queries and a ROLLBACK with no
 transaction open; in every request, savepoints named after the thread and a counter (a new name each time).
+In `one-transaction`, a second request's claim waits on the first one's uncommitted claim (the key's unique
+index): a row lock the probe must learn from PostgreSQL, not from a timer.
+`lock-and-sleep` takes the key's row lock, then sleeps for the body's `sleep` seconds in the same transaction
+(a long statement holding a lock); a request that cannot get the lock within 3 s answers 503.
 Python stdlib and psycopg2 only; PORT and DATABASE_URL come from the probe.
 """
 import itertools
@@ -73,6 +77,23 @@ def check_then_act(conn, key, body):
     return 201, answer
 
 
+def lock_and_sleep(conn, key, body):
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET LOCAL lock_timeout = '3s'")
+            cur.execute("INSERT INTO idempotency_keys (key, state) VALUES (%s, 'started') "
+                        "ON CONFLICT (key) DO UPDATE SET state = 'started'", (key,))
+            cur.execute("SELECT pg_sleep(%s)", (float(body.get("sleep", 0)),))
+            cur.execute("INSERT INTO payments (key, amount) VALUES (%s, %s) RETURNING id",
+                        (key, body.get("amount", 0)))
+            answer = json.dumps({"payment": cur.fetchone()[0]})
+        conn.commit()
+        return 201, answer
+    except psycopg2.errors.LockNotAvailable:
+        conn.rollback()
+        return 503, '{"error":"the key is locked"}'
+
+
 def pay(key, body):
     conn = psycopg2.connect(os.environ["DATABASE_URL"])
     try:
@@ -80,6 +101,8 @@ def pay(key, body):
             introspect_once(conn)
         if DESIGN == "check-then-act":
             return check_then_act(conn, key, body)
+        if DESIGN == "lock-and-sleep":
+            return lock_and_sleep(conn, key, body)
         if DESIGN == "claim-first":
             conn.autocommit = True
             with conn.cursor() as cur:

@@ -11,6 +11,8 @@ mod explore_support;
 
 #[cfg(feature = "cli")]
 mod explorer;
+#[cfg(all(feature = "cli", feature = "stack"))]
+mod graybox_blocking;
 #[cfg(feature = "stack")]
 mod graybox_drivers;
 #[cfg(all(feature = "cli", feature = "stack"))]

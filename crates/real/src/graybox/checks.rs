@@ -394,6 +394,7 @@ async fn interleaved_same_key(lab: &mut Lab, options: &CheckOptions) -> Result<F
     let mut explorer = Explorer::new(options.bounds);
     let mut run = 0;
     let mut unearned = Unearned::default();
+    let mut waits = Waits::default();
     while let Some(prefix) = explorer.next_prefix() {
         run += 1;
         let key = options.key(check, run);
@@ -407,14 +408,17 @@ async fn interleaved_same_key(lab: &mut Lab, options: &CheckOptions) -> Result<F
         let outcome = run_schedule(lab, &requests, plan).await?;
         let boundaries = lab.gates.boundaries_seen() - seen;
         explorer.record(&outcome.points);
+        waits.store += outcome.store_waits;
+        waits.timer += outcome.timer_waits;
         let effects = lab.count().await? - before;
         lab.check_gated(boundaries, effects)?;
         unearned.note(&outcome.answers, effects);
         if effects > 1 {
             let evidence = format!(
-                "{effects} effects: {} requests with one key, schedule {run}, released in this order: {}",
+                "{effects} effects: {} requests with one key, schedule {run}, released in this order: {}; {}",
                 options.clients,
-                order(&outcome.released)
+                order(&outcome.released),
+                waits.said()
             );
             let saved = schedule(
                 lab,
@@ -435,10 +439,17 @@ async fn interleaved_same_key(lab: &mut Lab, options: &CheckOptions) -> Result<F
         return Ok(vacuous);
     }
     if explorer.contested_points() == 0 {
-        return Ok(unchosen_finding(explorer.schedules(), options));
+        let mut finding = unchosen_finding(explorer.schedules(), options);
+        finding.evidence = format!("{}; {}", finding.evidence, waits.said());
+        return Ok(finding);
     }
     let mut finding = coverage_finding(explorer.schedules(), explorer.coverage(), options);
-    finding.evidence.push_str(&unearned.remark());
+    finding.evidence = format!(
+        "{}{}; {}",
+        finding.evidence,
+        unearned.remark(),
+        waits.said()
+    );
     Ok(finding)
 }
 
@@ -491,6 +502,30 @@ impl Unearned {
             n => format!(
                 "; {n} schedule(s) proved nothing ({} with no success, {} with no effect counted)",
                 self.no_success, self.no_effect
+            ),
+        }
+    }
+}
+
+/// Released statements seen waiting on a lock at a decision point, over a check's schedules, by who said so.
+#[derive(Clone, Copy, Debug, Default)]
+struct Waits {
+    store: usize,
+    timer: usize,
+}
+
+impl Waits {
+    /// How blocking was decided, for the evidence. The timer's count is named only when it decided any: it
+    /// depends on the machine's speed, the store's does not.
+    fn said(&self) -> String {
+        let store = format!(
+            "blocking decided by PostgreSQL (pg_blocking_pids): {} waits seen",
+            self.store
+        );
+        match self.timer {
+            0 => store,
+            timer => format!(
+                "{store}, {timer} more by the --blocked-ms timer (Redis blocking commands, backends not known)"
             ),
         }
     }

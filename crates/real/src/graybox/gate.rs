@@ -11,6 +11,10 @@
 //! - `Gates::start(postgres_upstream, redis_upstream)`: listeners on 127.0.0.1:0 (loopback only; the caller
 //!   checked the upstreams are loopback).
 //! - `Gates::set_mode`, `Gates::decide`, `Gates::next_event`, `Gates::close_all`.
+//! - `Gates::backend_pid`, `Gates::backend_pids`: the PostgreSQL backend serving each open connection, from
+//!   the store's BackendKeyData. Known before the connection's first boundary is announced (the store sends it
+//!   before its first ReadyForQuery, which the gate forwards only after noting it), so the controller can ask
+//!   the store about a boundary's backend as soon as it hears of the boundary.
 //!
 //! Events of one connection come in order: `Opened`, then each boundary's `Boundary` before its `Answered`, then
 //! at most one `Unsupported` or `UpstreamFailed`, then `Closed`. Ids start at 1. The mode starts as `Pass`.
@@ -136,6 +140,8 @@ pub(crate) struct Shared {
     /// PostgreSQL StartupMessages seen so far: a connection whose TLS request was refused and that then closed
     /// is a TLS requirement only if no new startup follows (pgx, on `sslmode=prefer`, reconnects without TLS).
     startups: watch::Sender<u64>,
+    /// Each open PostgreSQL connection's backend process id (dropped when the connection ends).
+    backends: Mutex<BTreeMap<ConnectionId, i32>>,
 }
 
 struct Held {
@@ -192,12 +198,24 @@ impl Shared {
         came
     }
 
-    /// A connection ended: what it held can no longer be decided.
+    /// The store named the backend serving `connection`.
+    pub(crate) fn note_backend(&self, connection: ConnectionId, pid: i32) {
+        self.backends
+            .lock()
+            .expect("backends lock")
+            .insert(connection, pid);
+    }
+
+    /// A connection ended: what it held can no longer be decided, and its backend is no longer its own.
     pub(crate) fn forget_connection(&self, connection: ConnectionId) {
         self.held
             .lock()
             .expect("held lock")
             .retain(|_, held| held.connection != connection);
+        self.backends
+            .lock()
+            .expect("backends lock")
+            .remove(&connection);
     }
 }
 
@@ -216,6 +234,7 @@ impl Gates {
             events,
             epoch: watch::Sender::new(0),
             startups: watch::Sender::new(0),
+            backends: Mutex::new(BTreeMap::new()),
         });
         let mut gates = Gates {
             shared,
@@ -267,6 +286,23 @@ impl Gates {
     pub fn decide(&self, id: BoundaryId, decision: Decision) -> bool {
         let held = self.shared.held.lock().expect("held lock").remove(&id);
         held.is_some_and(|held| held.decision.send(decision).is_ok())
+    }
+
+    /// The PostgreSQL backend process id serving an open connection (None: not a PostgreSQL connection, not
+    /// started up yet, or closed).
+    pub fn backend_pid(&self, connection: ConnectionId) -> Option<i32> {
+        self.shared
+            .backends
+            .lock()
+            .expect("backends lock")
+            .get(&connection)
+            .copied()
+    }
+
+    /// The backend process ids of every open PostgreSQL connection, in connection order.
+    pub fn backend_pids(&self) -> Vec<i32> {
+        let backends = self.shared.backends.lock().expect("backends lock");
+        backends.values().copied().collect()
     }
 
     /// The next event, or None when none came within `timeout`.

@@ -1,8 +1,10 @@
 //! The bench the checks run on: the gates in front of the real stores, the service started behind them with
 //! its environment pointing at the gates, and the effect counter. Also what every check needs around a
 //! schedule: the request with a key, a request sent while the gates pass everything, and the crash (kill the
-//! service's group, drop the gates' connections so the stores roll back, start it again).
+//! service's group, end its PostgreSQL backends and drop the gates' connections so the stores roll back, start
+//! it again).
 
+use super::backends::Backends;
 use super::effects::Effects;
 use super::gate::{Decision, Event, Gates, Mode, Wire};
 use super::service::{Service, ServiceError, ServiceSpec};
@@ -31,7 +33,8 @@ pub struct LabConfig {
     pub headers: Vec<(String, String)>,
     pub body: String,
     pub request_timeout: Duration,
-    /// A released statement with no answer within it waits on a lock.
+    /// Where the store cannot say whether a statement waits (a Redis blocking command, a request with no
+    /// boundary seen yet): no answer within it counts as waiting. PostgreSQL statements ask the store.
     pub blocked: Duration,
 }
 
@@ -60,6 +63,8 @@ pub struct Lab {
     pub gates: Gates,
     pub service: Service,
     pub effects: Effects,
+    /// The store's word on the service's backends (direct connection, like `effects`').
+    pub backends: Backends,
     pub config: LabConfig,
 }
 
@@ -163,10 +168,12 @@ impl Lab {
             start_timeout: config.start_timeout,
         };
         let service = Service::start(spec).await?;
+        let backends = Backends::start(&config.postgres);
         let mut lab = Lab {
             gates,
             service,
             effects,
+            backends,
             config,
         };
         lab.settle().await?;
@@ -231,10 +238,26 @@ impl Lab {
         }
     }
 
-    /// The crash: `SIGKILL` the service's group, close every gate connection (the stores roll back the open
-    /// transactions, as they would when a dead machine's sockets time out), then start it again.
+    /// The crash: `SIGKILL` the service's group, end every PostgreSQL backend it had (the store rolls back its
+    /// open transactions and releases its locks at once, as when a dead machine's connections are closed) and
+    /// close every gate connection, then start it again.
     pub async fn crash_and_restart(&mut self) -> Result<(), LabError> {
+        // Read before the kill: each connection forgets its backend when the dead service's socket closes.
+        let pids = self.gates.backend_pids();
         self.service.kill();
+        let terminated = self
+            .backends
+            .terminate(pids)
+            .await
+            .map_err(LabError::Store)?;
+        if terminated.lingering > 0 {
+            return Err(LabError::Store(format!(
+                "{} of the killed service's {} PostgreSQL backends were still there {} s after pg_terminate_backend",
+                terminated.lingering,
+                terminated.ended,
+                super::backends::TERMINATE_WAIT.as_secs()
+            )));
+        }
         self.gates.close_all();
         self.gates.set_mode(Mode::Pass);
         self.settle().await?;

@@ -153,6 +153,14 @@ struct Link {
 }
 
 impl Link {
+    /// The PostgreSQL backend's process id, once the store sent it.
+    fn backend(&self) -> Option<i32> {
+        match &self.tracker {
+            Tracker::Pg(answers) => answers.backend(),
+            Tracker::Redis(_) => None,
+        }
+    }
+
     fn ready(&self) -> bool {
         match &self.tracker {
             Tracker::Pg(answers) => answers.ready(),
@@ -281,7 +289,7 @@ async fn serve(
     };
     tokio::select! {
         end = front.run(cutter, service_read, store_write) => end,
-        end = back(shared, &link, store_read, &service_write) => end,
+        end = back(shared, connection, &link, store_read, &service_write) => end,
     }
 }
 
@@ -489,12 +497,14 @@ fn answered(shared: &Shared, tag: Tag, error: Option<String>) {
 /// The store's side of one connection: cut, match, deliver (unless muted).
 async fn back(
     shared: &Shared,
+    connection: ConnectionId,
     link: &Mutex<Link>,
     mut store: OwnedReadHalf,
     service: &tokio::sync::Mutex<OwnedWriteHalf>,
 ) -> End {
     let mut buf = Vec::new();
     let mut chunk = vec![0u8; READ_BYTES];
+    let mut backend_noted = false;
     loop {
         let mut used = 0;
         let mut out = Vec::new();
@@ -514,6 +524,12 @@ async fn back(
                     }
                     Err(what) => return End::Unsupported(what),
                 }
+            }
+            // Noted before the ReadyForQuery that follows it reaches the service (`out` is written below),
+            // so before the service can send its first boundary.
+            if let (false, Some(pid)) = (backend_noted, link.backend()) {
+                shared.note_backend(connection, pid);
+                backend_noted = true;
             }
         }
         buf.drain(..used);

@@ -12,10 +12,12 @@
 //! - [`explore`]: which order of statements to try next (stateless DFS, preemption-bounded).
 //! - The controller side builds on [`gate::Gates`]: [`urls`] (the real stores' URLs, loopback only),
 //!   [`service`] (the service as a process group the probe kills and restarts), [`effects`] (count, reset),
+//!   [`backends`] (the store's word on which backends wait on a lock; ending a killed service's backends),
 //!   [`lab`] (the bench: gates + service + counter), [`run`] (one schedule over the gates), [`checks`]
 //!   (`crash-at-every-statement`, `interleaved-same-key`, `lost-response`), [`replay`], [`schedule`] (a failure as
 //!   data), [`report`] (results), [`probe`] (all of it, for the CLI).
 
+pub mod backends;
 pub mod checks;
 pub mod effects;
 pub mod explore;

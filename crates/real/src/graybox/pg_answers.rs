@@ -51,6 +51,9 @@ pub struct Answers<T> {
     ready: bool,
     /// An ErrorResponse ended a Flush group: the store ignores everything until the next Sync.
     skipping: bool,
+    /// The process id of the store's backend serving this connection, from its BackendKeyData (sent once,
+    /// during startup, before the first ReadyForQuery): the controller asks the store about it by that id.
+    backend: Option<i32>,
 }
 
 impl<T> Default for Answers<T> {
@@ -59,6 +62,7 @@ impl<T> Default for Answers<T> {
             queue: VecDeque::new(),
             ready: false,
             skipping: false,
+            backend: None,
         }
     }
 }
@@ -66,6 +70,11 @@ impl<T> Default for Answers<T> {
 impl<T> Answers<T> {
     pub fn ready(&self) -> bool {
         self.ready
+    }
+
+    /// The backend's process id, once its BackendKeyData arrived.
+    pub fn backend(&self) -> Option<i32> {
+        self.backend
     }
 
     /// The tag of the oldest group not answered yet.
@@ -106,7 +115,13 @@ impl<T> Answers<T> {
                     }
                 }
             }
-            b'D' | b'N' | b'S' | b'A' | b'K' | b'R' | b'v' => {}
+            b'K' => {
+                // Int32 process id, Int32 secret key; a short body is the store's fault, not a reason to stop.
+                if let Some(pid) = body.get(..4) {
+                    self.backend = Some(i32::from_be_bytes([pid[0], pid[1], pid[2], pid[3]]));
+                }
+            }
+            b'D' | b'N' | b'S' | b'A' | b'R' | b'v' => {}
             b'G' => return Err("COPY FROM STDIN (CopyInResponse)".into()),
             b'H' => return Err("COPY TO STDOUT (CopyOutResponse)".into()),
             b'W' => return Err("COPY BOTH (CopyBothResponse)".into()),
@@ -167,6 +182,10 @@ mod tests {
     fn answers_match_in_order_and_an_error_skips_to_the_sync() {
         let mut answers: Answers<u32> = Answers::default();
         assert!(answers.on_message(b'R', b"\0\0\0\0").unwrap().is_empty());
+        assert_eq!(answers.backend(), None);
+        let key_data = [0, 0, 0x30, 0x39, 1, 2, 3, 4];
+        assert!(answers.on_message(b'K', &key_data).unwrap().is_empty());
+        assert_eq!(answers.backend(), Some(12345));
         assert!(!answers.ready());
         answers.on_message(b'Z', b"I").unwrap();
         assert!(answers.ready());

@@ -4,8 +4,19 @@
 //! decision point it met (`explore::Point`) and the boundaries in the order released.
 //!
 //! A decision point is reached when every unfinished request is held (one held boundary per connection),
-//! blocked (released, no answer within `blocked`: it waits on a lock, and the others go on), or finished (its
-//! HTTP answer came). Everything waits on events with a timeout; a run with no event for `stall` is an error.
+//! blocked (released, no answer, and waiting on a lock: the others go on), or finished (its HTTP answer came).
+//! Everything waits on events with a timeout; a run with no event for `stall` is an error.
+//!
+//! Blocked is the store's word where the store can say (`Judge`): a released PostgreSQL statement is blocked
+//! exactly while `pg_blocking_pids` of its connection's backend is non-empty, asked every `STORE_POLL` while it
+//! has no answer and asked again at every decision point before anything is released (a lock granted since the
+//! last look makes its request go on: no decision until it is held or blocked again). Between a snapshot and
+//! the release nothing runs that could end a wait: every other request is held (its backend idle), blocked or
+//! finished. So the decision points do not depend on how fast the machine is, nor on the poll interval. A
+//! timer (`blocked`, `--blocked-ms`) stays only where the store cannot say: a Redis blocking command (`BLPOP`,
+//! `XREAD ... BLOCK`, `WAIT` ...; any other Redis command always answers, and is never blocked), a PostgreSQL
+//! connection whose backend the gate did not learn, and a request sent but with no boundary seen yet (it may
+//! queue behind another request's on a shared connection: `Waiting`).
 //!
 //! Attribution: a boundary on connection C belongs to the request C's previous boundary belonged to while that
 //! request is unfinished and not held; otherwise to the request released most recently (same conditions);
@@ -80,7 +91,63 @@ pub struct RunOutcome {
     pub divergence: Option<String>,
     /// What passed without being a step.
     pub passed: Passed,
+    /// Released PostgreSQL statements the store said wait on a lock, at a decision point.
+    pub store_waits: usize,
+    /// Released statements counted as blocked by the timer (`blocked`), at a decision point.
+    pub timer_waits: usize,
 }
+
+/// Who says whether a released statement waits on a lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Judge {
+    /// PostgreSQL, asked about the backend serving the statement's connection.
+    Store { pid: i32 },
+    /// No answer within `blocked` (a Redis blocking command; a PostgreSQL backend not learnt).
+    Timer,
+    /// A Redis command that is not a blocking one: Redis runs one command at a time and always answers it.
+    Never,
+}
+
+/// Redis commands that may wait for another client (`XREAD` and `XREADGROUP` only with `BLOCK`). Inside
+/// `MULTI ... EXEC` they do not block (the boundary's text then starts with `MULTI`).
+const REDIS_BLOCKING: [&str; 12] = [
+    "BLPOP",
+    "BRPOP",
+    "BRPOPLPUSH",
+    "BLMOVE",
+    "BLMPOP",
+    "BZPOPMIN",
+    "BZPOPMAX",
+    "BZMPOP",
+    "WAIT",
+    "WAITAOF",
+    "XREAD",
+    "XREADGROUP",
+];
+
+/// How a boundary, once released, is judged blocked. `pid`: its connection's backend, if learnt.
+fn judge_of(boundary: &Boundary, pid: Option<i32>) -> Judge {
+    match (boundary.wire, pid) {
+        (Wire::Postgres, Some(pid)) => Judge::Store { pid },
+        (Wire::Postgres, None) => Judge::Timer,
+        (Wire::Redis, _) => {
+            let mut words = boundary.text.split_whitespace();
+            let name = words.next().unwrap_or("");
+            let streams = name == "XREAD" || name == "XREADGROUP";
+            let blocking =
+                REDIS_BLOCKING.contains(&name) && (!streams || words.any(|w| w == "BLOCK"));
+            if blocking {
+                Judge::Timer
+            } else {
+                Judge::Never
+            }
+        }
+    }
+}
+
+/// Between two questions to the store about released PostgreSQL statements with no answer yet. Only how soon
+/// a wait is seen depends on it, never what is decided.
+pub const STORE_POLL: Duration = Duration::from_millis(3);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -93,13 +160,16 @@ enum Phase {
     Held {
         id: BoundaryId,
     },
+    /// Released, no answer yet, not known to wait: it runs (or the store has not seen it yet).
     Released {
         id: BoundaryId,
         at: Instant,
+        judge: Judge,
     },
-    /// Released, no answer within `blocked`: waits on a lock.
+    /// Released, no answer, and waiting on a lock (the store said so, or `judge` is the timer and it ran out).
     Blocked {
         id: BoundaryId,
+        judge: Judge,
     },
     /// Its last boundary was answered; the service works on it.
     Running,
@@ -123,6 +193,10 @@ struct Tracker {
     last_released: Option<usize>,
     blocked: Duration,
     progress_at: Instant,
+    /// When the store was last asked about the released statements.
+    asked_at: Instant,
+    /// Boundaries seen blocked at a decision point, by who said so (the store: true).
+    waits: BTreeMap<BoundaryId, bool>,
 }
 
 impl Tracker {
@@ -141,6 +215,8 @@ impl Tracker {
             last_released: None,
             blocked,
             progress_at: Instant::now(),
+            asked_at: Instant::now(),
+            waits: BTreeMap::new(),
         }
     }
 
@@ -184,7 +260,7 @@ impl Tracker {
             Input::Gate(Event::Answered { id, .. }) => {
                 self.answered.insert(id);
                 if let Some(&request) = self.boundary_owner.get(&id) {
-                    if matches!(self.phases[request], Phase::Released { id: r, .. } | Phase::Blocked { id: r } if r == id)
+                    if matches!(self.phases[request], Phase::Released { id: r, .. } | Phase::Blocked { id: r, .. } if r == id)
                     {
                         self.phases[request] = Phase::Running;
                     }
@@ -201,25 +277,106 @@ impl Tracker {
         Ok(None)
     }
 
-    /// Released or sent requests that waited `blocked` are blocked (or waiting).
+    /// Where only a timer can say: released statements judged by it and sent requests that waited `blocked` are
+    /// blocked (or waiting). A statement the store judges is never promoted by time, however long it runs.
     fn promote(&mut self, now: Instant) {
         for phase in &mut self.phases {
             *phase = match *phase {
-                Phase::Released { id, at } if now - at >= self.blocked => Phase::Blocked { id },
+                Phase::Released {
+                    id,
+                    at,
+                    judge: Judge::Timer,
+                } if now - at >= self.blocked => Phase::Blocked {
+                    id,
+                    judge: Judge::Timer,
+                },
                 Phase::Sent { at } if now - at >= self.blocked => Phase::Waiting,
                 other => other,
             };
         }
     }
 
-    fn next_deadline(&self) -> Option<Instant> {
+    /// The backends of the released statements the store judges (blocked or not), in request order.
+    fn to_ask(&self) -> Vec<i32> {
         self.phases
             .iter()
             .filter_map(|phase| match phase {
-                Phase::Released { at, .. } | Phase::Sent { at } => Some(*at + self.blocked),
+                Phase::Released {
+                    judge: Judge::Store { pid },
+                    ..
+                }
+                | Phase::Blocked {
+                    judge: Judge::Store { pid },
+                    ..
+                } => Some(*pid),
                 _ => None,
             })
-            .min()
+            .collect()
+    }
+
+    /// The store's answer: these backends wait on a lock now. A released statement whose backend waits is
+    /// blocked; a blocked one whose backend no longer waits (its lock was granted) runs again. True when a
+    /// phase changed.
+    fn judge(&mut self, waiting: &BTreeSet<i32>, now: Instant) -> bool {
+        let mut changed = false;
+        for phase in &mut self.phases {
+            let next = match *phase {
+                Phase::Released { id, judge, .. } if store_says(judge, waiting) == Some(true) => {
+                    Phase::Blocked { id, judge }
+                }
+                Phase::Blocked { id, judge } if store_says(judge, waiting) == Some(false) => {
+                    Phase::Released { id, at: now, judge }
+                }
+                other => other,
+            };
+            changed |= next != *phase;
+            *phase = next;
+        }
+        changed
+    }
+
+    /// Whether the store should be asked now: a released statement it judges has no answer, and the last
+    /// question is `STORE_POLL` old.
+    fn ask_due(&self, now: Instant) -> bool {
+        now >= self.asked_at + STORE_POLL && self.asking()
+    }
+
+    /// A released statement the store judges is not known to be blocked yet.
+    fn asking(&self) -> bool {
+        self.phases.iter().any(|phase| {
+            matches!(
+                phase,
+                Phase::Released {
+                    judge: Judge::Store { .. },
+                    ..
+                }
+            )
+        })
+    }
+
+    fn next_deadline(&self) -> Option<Instant> {
+        let timers = self.phases.iter().filter_map(|phase| match phase {
+            Phase::Released {
+                at,
+                judge: Judge::Timer,
+                ..
+            }
+            | Phase::Sent { at } => Some(*at + self.blocked),
+            _ => None,
+        });
+        let ask = self.asking().then_some(self.asked_at + STORE_POLL);
+        timers.chain(ask).min()
+    }
+
+    /// At a decision point: note who is blocked, and who said so.
+    fn note_waits(&mut self) {
+        for phase in &self.phases {
+            if let Phase::Blocked { id, judge } = phase {
+                self.waits.insert(*id, matches!(judge, Judge::Store { .. }));
+            }
+        }
+        self.outcome.store_waits = self.waits.values().filter(|&&store| store).count();
+        self.outcome.timer_waits = self.waits.len() - self.outcome.store_waits;
     }
 
     /// Every unfinished request is held, blocked or waiting.
@@ -314,6 +471,11 @@ async fn decide_all(
             advance(lab, answers, tracker).await?;
             continue;
         }
+        // The store's word as of now, after every event so far: a blocked statement may have been granted.
+        if ask_store(lab, tracker).await? {
+            continue;
+        }
+        tracker.note_waits();
         let step = tracker.outcome.points.len();
         let taken = match plan.prefix.get(step) {
             Some(choice) if enabled.contains(choice) => *choice,
@@ -376,7 +538,13 @@ impl Tracker {
     }
 
     /// `request`'s held boundary `id` is released: compared with the recording, then one more step.
-    fn record_release(&mut self, request: usize, id: BoundaryId, expected: Option<&[Released]>) {
+    /// The held boundary `id` released for `request`: recorded (and compared); returned for who judges it.
+    fn record_release(
+        &mut self,
+        request: usize,
+        id: BoundaryId,
+        expected: Option<&[Released]>,
+    ) -> Boundary {
         let boundary = self
             .held
             .remove(&id)
@@ -384,12 +552,13 @@ impl Tracker {
         let released = Released {
             request: request as u32,
             wire: boundary.wire,
-            text: boundary.text,
+            text: boundary.text.clone(),
         };
         compare(self, &released, expected);
         self.outcome.released.push(released);
         self.released_ids.push(id);
         self.last_released = Some(request);
+        boundary
     }
 
     /// What is no step: an unheld boundary is counted; a released one the store refused unrun is dropped from
@@ -452,11 +621,16 @@ fn release(
     decision: Decision,
     expected: Option<&[Released]>,
 ) {
-    tracker.record_release(request, id, expected);
+    let boundary_seen = tracker.record_release(request, id, expected);
+    let judge = judge_of(
+        &boundary_seen,
+        lab.gates.backend_pid(boundary_seen.connection),
+    );
     tracker.phases[request] = if lab.gates.decide(id, decision) {
         Phase::Released {
             id,
             at: Instant::now(),
+            judge,
         }
     } else {
         // Its connection closed meanwhile: its HTTP answer will say what happened.
@@ -509,17 +683,38 @@ async fn advance(
             if let Some(orphan) = tracker.take(input)? {
                 lab.gates.decide(orphan, Decision::Release);
             }
-            tracker.promote(Instant::now());
-            Ok(())
         }
-        None if Instant::now() >= stall_at => Err(LabError::NoProgress {
-            seconds: stall.as_secs(),
-            state: tracker.describe(),
-        }),
-        None => {
-            tracker.promote(Instant::now());
-            Ok(())
+        None if Instant::now() >= stall_at => {
+            return Err(LabError::NoProgress {
+                seconds: stall.as_secs(),
+                state: tracker.describe(),
+            })
         }
+        None => {}
+    }
+    tracker.promote(Instant::now());
+    if tracker.ask_due(Instant::now()) {
+        ask_store(lab, tracker).await?;
+    }
+    Ok(())
+}
+
+/// Ask the store which released statements wait on a lock, and take in its answer. True when a phase changed.
+async fn ask_store(lab: &Lab, tracker: &mut Tracker) -> Result<bool, LabError> {
+    let pids = tracker.to_ask();
+    tracker.asked_at = Instant::now();
+    if pids.is_empty() {
+        return Ok(false);
+    }
+    let waiting = lab.backends.waiting(pids).await.map_err(LabError::Store)?;
+    Ok(tracker.judge(&waiting, Instant::now()))
+}
+
+/// What the store's answer says of a statement judged by `judge`: None when the store is not the judge.
+fn store_says(judge: Judge, waiting: &BTreeSet<i32>) -> Option<bool> {
+    match judge {
+        Judge::Store { pid } => Some(waiting.contains(&pid)),
+        Judge::Timer | Judge::Never => None,
     }
 }
 
@@ -563,7 +758,11 @@ mod tests {
         tracker.take(held(2, 11)).unwrap();
         assert_eq!(tracker.phases[1], Phase::Held { id: 2 });
         // Request 1 released and answered: its connection's next boundary is its own.
-        tracker.phases[0] = Phase::Released { id: 1, at: now };
+        tracker.phases[0] = Phase::Released {
+            id: 1,
+            at: now,
+            judge: Judge::Store { pid: 100 },
+        };
         tracker.last_released = Some(0);
         tracker
             .take(Input::Gate(Event::Answered { id: 1, error: None }))
@@ -586,7 +785,15 @@ mod tests {
         let blocked = Duration::from_millis(200);
         let mut tracker = Tracker::new(2, blocked);
         let start = Instant::now();
-        tracker.phases = vec![Phase::Held { id: 1 }, Phase::Released { id: 2, at: start }];
+        // A Redis blocking command: only the timer can say.
+        tracker.phases = vec![
+            Phase::Held { id: 1 },
+            Phase::Released {
+                id: 2,
+                at: start,
+                judge: Judge::Timer,
+            },
+        ];
         assert!(!tracker.at_decision());
         assert_eq!(tracker.next_deadline(), Some(start + blocked));
         tracker.promote(start + blocked / 2);
@@ -606,6 +813,101 @@ mod tests {
             "{}",
             tracker.describe()
         );
+    }
+
+    fn released(id: BoundaryId, at: Instant, pid: i32) -> Phase {
+        Phase::Released {
+            id,
+            at,
+            judge: Judge::Store { pid },
+        }
+    }
+
+    #[test]
+    fn a_statement_the_store_judges_is_blocked_exactly_when_the_store_says_it_waits() {
+        let mut tracker = Tracker::new(2, Duration::from_millis(1));
+        let start = Instant::now();
+        tracker.phases = vec![Phase::Held { id: 1 }, released(2, start, 700)];
+        tracker.boundary_owner.insert(2, 1);
+        // However long it has gone unanswered, time alone never makes it blocked.
+        for later in [Duration::from_millis(1), Duration::from_secs(3600)] {
+            tracker.promote(start + later);
+            assert_eq!(tracker.phases[1], released(2, start, 700));
+            assert!(!tracker.at_decision());
+        }
+        // Nor does a store that does not name it (another backend waits, or nobody does).
+        assert_eq!(tracker.to_ask(), vec![700]);
+        assert!(!tracker.judge(&BTreeSet::from([701]), start));
+        assert!(!tracker.at_decision());
+        assert!(tracker.ask_due(tracker.asked_at + STORE_POLL));
+        assert_eq!(tracker.next_deadline(), Some(tracker.asked_at + STORE_POLL));
+        // The store says its backend waits on a lock: blocked, a decision point with request 1 to release.
+        assert!(tracker.judge(&BTreeSet::from([700]), start));
+        let blocked = Phase::Blocked {
+            id: 2,
+            judge: Judge::Store { pid: 700 },
+        };
+        assert_eq!(tracker.phases[1], blocked);
+        assert!(tracker.at_decision());
+        assert_eq!(tracker.enabled(), vec![0]);
+        // Blocked needs no more polling to make progress; it is asked again before a decision, though.
+        assert_eq!(tracker.next_deadline(), None);
+        assert_eq!(tracker.to_ask(), vec![700]);
+        tracker.note_waits();
+        assert_eq!(
+            (tracker.outcome.store_waits, tracker.outcome.timer_waits),
+            (1, 0)
+        );
+        // Its lock was granted: it runs again (no decision until it is answered or blocked once more).
+        let later = start + Duration::from_secs(1);
+        assert!(tracker.judge(&BTreeSet::new(), later));
+        assert_eq!(tracker.phases[1], released(2, later, 700));
+        assert!(!tracker.at_decision());
+        tracker
+            .take(Input::Gate(Event::Answered { id: 2, error: None }))
+            .unwrap();
+        assert_eq!(tracker.phases[1], Phase::Running);
+        assert!(tracker.to_ask().is_empty() && !tracker.ask_due(later + STORE_POLL));
+    }
+
+    #[test]
+    fn redis_commands_other_than_blocking_ones_are_never_blocked() {
+        let redis = |text: &str| Boundary {
+            id: 1,
+            connection: 1,
+            wire: Wire::Redis,
+            text: text.into(),
+            session: false,
+        };
+        assert_eq!(judge_of(&redis("SET ? ? NX PX ?"), None), Judge::Never);
+        assert_eq!(judge_of(&redis("BLPOP ? ?"), None), Judge::Timer);
+        assert_eq!(
+            judge_of(&redis("XREAD COUNT ? STREAMS ? ?"), None),
+            Judge::Never
+        );
+        assert_eq!(
+            judge_of(&redis("XREAD BLOCK ? STREAMS ? ?"), None),
+            Judge::Timer
+        );
+        assert_eq!(
+            judge_of(&redis("MULTI; BLPOP ? ?; EXEC"), None),
+            Judge::Never
+        );
+        assert_eq!(
+            judge_of(&boundary(1, 1), Some(42)),
+            Judge::Store { pid: 42 }
+        );
+        assert_eq!(judge_of(&boundary(1, 1), None), Judge::Timer);
+        let mut tracker = Tracker::new(1, Duration::from_millis(1));
+        let start = Instant::now();
+        tracker.phases = vec![Phase::Released {
+            id: 1,
+            at: start,
+            judge: Judge::Never,
+        }];
+        tracker.promote(start + Duration::from_secs(3600));
+        assert!(!tracker.at_decision());
+        assert_eq!(tracker.next_deadline(), None);
     }
 
     #[test]

@@ -102,7 +102,11 @@ impl Schedule {
         if self.requests.is_empty() {
             return Err("requests: empty".into());
         }
-        if let Some(at) = self.requests.iter().position(|r| r.key.contains(['\r', '\n'])) {
+        if let Some(at) = self
+            .requests
+            .iter()
+            .position(|r| r.key.contains(['\r', '\n']))
+        {
             // The key goes into a header: a line break would add headers, or a second request.
             return Err(format!("requests[{at}].key: contains CR or LF"));
         }
