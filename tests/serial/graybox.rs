@@ -7,8 +7,9 @@
 //!
 //! Needs Debian's python3-psycopg2, Node.js with npm (the test runs `npm ci` in a Node sample without
 //! node_modules), PostgreSQL and redis-server: each missing one is a `skipped:` line, or a failure under
-//! RETRYLAB_REQUIRE_SERVERS=1. The samples run one at a time (a lock): the probe releases statements and judges
-//! a statement blocked after `--blocked-ms`, so it should not share the two cores with another probe.
+//! RETRYLAB_REQUIRE_SERVERS=1. The samples run one at a time (a lock): the probe releases statements and takes
+//! a request with no statement seen within `--blocked-ms` as queued (a PostgreSQL lock wait is the store's
+//! word), so it should not share the two cores with another probe.
 
 use retrylab::servers::missing;
 use retrylab::servers::postgres::TempPostgres;

@@ -1,5 +1,6 @@
 //! The tests that must have the machine's cores to themselves, one test at a time: the gray-box samples of
-//! `examples/graybox` (the probe judges a statement blocked after 200 ms, so a busy core reads as a block) and
+//! `examples/graybox` (a request whose first statement is not seen within 200 ms is taken as queued behind
+//! another, so a busy core can still change a run; lock waits are PostgreSQL's word, not a timer's) and
 //! the queue models on a real NATS broker (they measure against the broker's wall-clock duplicate window; a
 //! parallel test's load once delayed an original past it). Every test here that starts a probe or a broker
 //! holds `ONE_AT_A_TIME` for its whole run, and cargo runs test binaries one after another, so none of them
