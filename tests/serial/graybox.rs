@@ -327,9 +327,9 @@ fn the_article_design_is_stuck_after_the_claims_commit_and_never_pays_twice() {
     let crash = result_of(&lines, "crash-at-every-statement");
     assert_eq!(crash["result"], "fail", "{crash}");
     let evidence = crash["evidence"].as_str().unwrap_or_default();
-    // psycopg2 claims with BEGIN, INSERT, COMMIT: the crash after that COMMIT leaves the key in progress.
+    // psycopg2 claims with BEGIN (unheld), INSERT, COMMIT: the crash after that COMMIT leaves the key in progress.
     assert!(
-        evidence.starts_with("stuck: killed after \"COMMIT\" committed (statement 3 of 7)"),
+        evidence.starts_with("stuck: killed after \"COMMIT\" committed (statement 2 of 5)"),
         "{evidence}"
     );
     assert_never_two_effects(sample.name, &lines);

@@ -146,27 +146,22 @@ fn interleaved(pg: &TempPostgres, blocked_ms: Option<&str>) -> (Option<i32>, Val
     (output.status.code(), result, stderr)
 }
 
-/// The schedules of `one-transaction` with two requests and 2 preemptions, reasoned out. Each request sends
-/// `BEGIN`, its claim (`INSERT ... ON CONFLICT DO NOTHING`), then the claimer `INSERT payments`, `UPDATE`,
-/// `COMMIT` and the other `SELECT`, `ROLLBACK`. A claim released while the other's is uncommitted waits on it
-/// (the key's unique index): blocked, so the claimer is the only choice until its `COMMIT`, after which the
-/// waiter's claim ends with no row.
+/// The schedules of `one-transaction` with two requests, reasoned out. Each request's steps are its claim
+/// (`INSERT ... ON CONFLICT DO NOTHING`), then the claimer's `INSERT payments`, `UPDATE`, `COMMIT` and the
+/// other's `SELECT`, `ROLLBACK` (the bare `BEGIN` before the claim passes unheld: PostgreSQL takes no snapshot
+/// and no lock at it). A claim released while the other's is uncommitted waits on it (the key's unique index):
+/// blocked, so the claimer is the only choice until its `COMMIT`, after which the waiter's claim ends with no
+/// row.
 ///
-/// Say A claims first. A run is fixed by the gap of A's 5 statements (0: before A's `BEGIN` ... 5: after its
-/// `COMMIT`) where B's `BEGIN` is released and the gap where B's claim is (at least 2, after A's claim, and not
-/// before B's `BEGIN`); B's `SELECT` and `ROLLBACK` always come after A's `COMMIT`. Switching away from a
-/// request that could go on is a preemption (not from a blocked or finished one); at most 2:
-/// - `BEGIN` gap 0: claim gap 2, 3, 4 (A, then B's claim: 2 preemptions, blocked) or 5 (1): 4 runs;
-/// - gap 1: B's `BEGIN` splits A's `BEGIN` and claim (2 preemptions), so only claim gap 5: 1 run;
-/// - gap 2, 3, 4: the claim right after B's `BEGIN` (1 preemption, blocked) or gap 5 (2): 2 runs each;
-/// - gap 5: A, then B (0): 1 run.
-///
-/// 12 runs with A = request 1, 12 mirrored: 24 schedules; the other 6 + 6 orders need 3 preemptions (the
-/// explorer counts each as one alternative pruned: 12). B's claim is blocked in 3 + 1 + 1 + 1 of each side's
-/// runs, once each: 12 waits. A timer gets this wrong on a loaded machine: a slow statement read as a wait
-/// adds decision points, and a long `--blocked-ms` makes each wait cost that long.
-const EXPECTED: &str = "24 schedules, every order within 2 preemptions (12 with more not run): at most one \
-                        effect each; blocking decided by PostgreSQL (pg_blocking_pids): 12 waits seen";
+/// Say A claims first. A run is fixed by the gap of A's 4 steps where B's claim is released: after A's claim,
+/// its payment or its update (B released while A could go on: 1 preemption; B then blocks), or after its
+/// `COMMIT` (A finished: none); B's `SELECT` and `ROLLBACK` always come after A's `COMMIT`. 4 runs with A =
+/// request 1, 4 mirrored: 8 schedules, every order (none needs more than 1 preemption). B's claim is blocked
+/// in 3 of each side's runs: 6 waits. A timer gets this wrong on a loaded machine: a slow statement read as a
+/// wait adds decision points, and a long `--blocked-ms` makes each wait cost that long.
+const EXPECTED: &str =
+    "8 schedules, every order of the 2 requests' boundaries: at most one effect each; \
+                        blocking decided by PostgreSQL (pg_blocking_pids): 6 waits seen";
 
 #[test]
 fn a_row_lock_wait_is_decided_by_the_store_to_the_same_schedules_whatever_the_timer_says() {

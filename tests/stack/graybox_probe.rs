@@ -90,7 +90,7 @@ fn the_claim_first_design_is_stuck_after_its_claim_commits_and_the_schedule_repl
     let evidence = result["evidence"].as_str().unwrap();
     assert!(
         evidence.starts_with("stuck: killed after \"INSERT INTO idempotency_keys")
-            && evidence.contains("committed (statement 1 of 5); retries answered 409 for 2 s"),
+            && evidence.contains("committed (statement 1 of 4); retries answered 409 for 2 s"),
         "{evidence}"
     );
     let schedule = result["schedule"].as_str().unwrap();
@@ -116,15 +116,13 @@ fn the_claim_first_design_is_stuck_after_its_claim_commits_and_the_schedule_repl
     ]));
     assert_eq!(replayed.status.code(), Some(1), "{}", stderr(&replayed));
     assert_eq!(lines[0]["replay"], "reproduced", "{}", lines[0]);
-    // The same schedule against the fixed twin: the service takes another path, and says where.
+    // The same schedule against the fixed twin: its first step is the same claim, inside its transaction, so
+    // the crash after it is reached and rolled back, and the retry pays once.
     let (twin, lines) = run(probe(&pg, "one-transaction", dir.path()).args(["--replay", schedule]));
     assert_eq!(twin.status.code(), Some(0), "{}", stderr(&twin));
     assert_eq!(lines[0]["replay"], "not reproduced", "{}", lines[0]);
-    assert!(
-        lines[0]["evidence"]
-            .as_str()
-            .unwrap()
-            .contains("boundary 1"),
+    assert_eq!(
+        lines[0]["evidence"], "the service survived it this time",
         "{}",
         lines[0]
     );
@@ -161,7 +159,7 @@ fn the_one_transaction_twin_passes_every_check() {
         lines[0]["evidence"]
             .as_str()
             .unwrap()
-            .starts_with("10 crashes (5 statements"),
+            .starts_with("8 crashes (4 statements"),
         "{}",
         lines[0]
     );
@@ -178,7 +176,8 @@ const ORM_HOUSEKEEPING: &str =
 #[test]
 fn an_orm_introspecting_after_each_start_with_thread_named_savepoints_passes_when_its_design_is_right(
 ) {
-    // Introspection in the learning run only, a new savepoint name in every run: the same 7 steps each time.
+    // Introspection in the learning run only, a new savepoint name in every run: the same 6 steps each time
+    // (the bare BEGIN passes unheld, as does the introspection transaction's).
     let Some(pg) = servers() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (output, lines) = run(probe(&pg, "one-transaction+orm", dir.path()).args([
@@ -197,8 +196,8 @@ fn an_orm_introspecting_after_each_start_with_thread_named_savepoints_passes_whe
     let evidence = lines[0]["evidence"].as_str().unwrap();
     assert!(
         evidence
-            .starts_with("14 crashes (7 statements, before and after each): every retry resolved")
-            && evidence.ends_with(ORM_HOUSEKEEPING),
+            .starts_with("12 crashes (6 statements, before and after each): every retry resolved")
+            && evidence.contains(ORM_HOUSEKEEPING),
         "{evidence}"
     );
 }
@@ -222,8 +221,8 @@ fn an_orm_introspecting_after_each_start_does_not_hide_the_claim_first_failure()
     let evidence = lines[0]["evidence"].as_str().unwrap();
     assert!(
         evidence.starts_with("stuck: killed after \"INSERT INTO idempotency_keys")
-            && evidence.contains("committed (statement 1 of 7); retries answered 409 for 2 s")
-            && evidence.ends_with(ORM_HOUSEKEEPING),
+            && evidence.contains("committed (statement 1 of 6); retries answered 409 for 2 s")
+            && evidence.contains(ORM_HOUSEKEEPING),
         "{evidence}"
     );
     // The replay's run is again the first after a start: it introspects, and that is no divergence.
@@ -265,7 +264,7 @@ fn check_then_act_pays_twice_when_interleaved_and_the_order_replays() {
         lines[0]["evidence"]
             .as_str()
             .unwrap()
-            .starts_with("boundary 2: request 1 sent `INSERT"),
+            .starts_with("boundary 1: request 1 sent `INSERT"),
         "{}",
         lines[0]
     );

@@ -281,9 +281,11 @@ fn crash_place(learned: &[Released], at: usize, when: When) -> String {
 }
 
 /// Whether PostgreSQL work was durable once `learned[at]` ran: a `COMMIT`, or a statement outside any
-/// transaction the request opened (autocommit).
+/// transaction the request opened (autocommit). The gate says whether a transaction was open once it ran
+/// (a bare `BEGIN` is no step, so the texts alone cannot); the texts' own `BEGIN`s count too, for schedules
+/// saved before it said.
 fn committed_after(learned: &[Released], at: usize) -> bool {
-    if learned[at].wire != Wire::Postgres {
+    if learned[at].wire != Wire::Postgres || learned[at].in_transaction {
         return false;
     }
     let mut open = false;
@@ -660,7 +662,27 @@ mod tests {
             request: 0,
             wire: Wire::Postgres,
             text: text.into(),
+            in_transaction: false,
         }
+    }
+
+    #[test]
+    fn the_gate_says_when_work_is_in_an_open_transaction() {
+        // The steps as the gate gives them now: no bare BEGIN, each marked with its connection's state.
+        let inside = |text: &str| Released {
+            in_transaction: true,
+            ..pg(text)
+        };
+        let learned = vec![
+            inside("INSERT INTO idempotency_keys (key) VALUES (?) ON CONFLICT DO NOTHING"),
+            inside("INSERT INTO payments (amount) VALUES (?)"),
+            pg("COMMIT"),
+            pg("UPDATE keys SET done = true WHERE key = ?"),
+        ];
+        assert!(crash_place(&learned, 1, When::After).contains("\" ran (statement 2 of 4)"));
+        assert!(crash_place(&learned, 2, When::After).contains("committed (statement 3 of 4)"));
+        assert!(crash_place(&learned, 3, When::After).contains("committed (statement 4 of 4)"));
+        assert!(!committed_after(&[pg("ROLLBACK")], 0));
     }
 
     #[test]
@@ -684,6 +706,7 @@ mod tests {
             request: 0,
             wire: Wire::Redis,
             text: "SET ? ? NX".into(),
+            in_transaction: false,
         }];
         assert!(crash_place(&redis, 0, When::After).contains("ran (statement 1 of 1)"));
         assert_eq!(crash_points(2).len(), 4);

@@ -55,6 +55,9 @@ pub struct Boundary {
     pub text: String,
     /// A step of the request, or a session setting or housekeeping (those pass without a decision).
     pub kind: Kind,
+    /// A transaction is open on its connection once it ran, as its statements say (PostgreSQL; false for
+    /// Redis): what tells a statement's work durable (autocommit, `COMMIT`) from work a crash rolls back.
+    pub in_transaction: bool,
 }
 
 impl Boundary {

@@ -32,6 +32,11 @@ pub enum Chore {
     PoolReset,
     /// `ROLLBACK` with no transaction open (a pool returning a connection).
     PoolReturn,
+    /// A transaction's brackets with no request statement between them: a bare `BEGIN` (PostgreSQL takes a
+    /// transaction's snapshot and locks at its first statement, not at `BEGIN`, so holding or crashing at it is
+    /// the same as at the statement after it), and the `COMMIT` or `ROLLBACK` of a transaction that ran only
+    /// housekeeping (an ORM's introspection on its first connection).
+    Transaction,
     /// `SELECT set_config(...)`.
     Config,
     /// Redis connection set-up and checks: `HELLO`, `AUTH`, `CLIENT SETNAME`, `SELECT`, `PING` ...
@@ -71,6 +76,10 @@ impl Chore {
             Chore::PoolReturn => (
                 "ROLLBACK with no transaction",
                 "ROLLBACKs with no transaction",
+            ),
+            Chore::Transaction => (
+                "bare BEGIN or end of an empty transaction",
+                "bare BEGINs or ends of empty transactions",
             ),
             Chore::Config => ("set_config call", "set_config calls"),
             Chore::Connection => ("connection command", "connection commands"),

@@ -46,6 +46,7 @@ enum Unit {
         bytes: Vec<u8>,
         text: String,
         kind: Kind,
+        in_transaction: bool,
         expect: Expect,
     },
     /// Forward, then close (PostgreSQL's Terminate).
@@ -99,6 +100,7 @@ impl Cutter {
                         bytes,
                         text,
                         kind,
+                        in_transaction: false,
                         expect: Expect::Reply,
                     },
                 };
@@ -131,6 +133,7 @@ fn pg_unit(step: pg_wire::FrontStep) -> Option<Unit> {
             bytes: group.bytes,
             text: group.text,
             kind: group.kind,
+            in_transaction: group.in_transaction,
             expect: Expect::Pg(group.end),
         }),
         pg_wire::FrontStep::Last(bytes) => Some(Unit::Last(bytes)),
@@ -406,9 +409,10 @@ impl Front<'_> {
                 bytes,
                 text,
                 kind,
+                in_transaction,
                 expect,
             } => {
-                let (id, decision) = self.gate(text, kind, incoming).await?;
+                let (id, decision) = self.gate((text, kind, in_transaction), incoming).await?;
                 let withheld = decision == Decision::Withhold;
                 self.expect(
                     Tag {
@@ -434,8 +438,7 @@ impl Front<'_> {
     /// decision was dropped (`close_all`).
     async fn gate(
         &self,
-        text: String,
-        kind: Kind,
+        (text, kind, in_transaction): (String, Kind, bool),
         incoming: &mut Incoming,
     ) -> Result<(BoundaryId, Decision), End> {
         let id = self.shared.next_boundary();
@@ -445,6 +448,7 @@ impl Front<'_> {
             wire: self.wire,
             text,
             kind,
+            in_transaction,
         };
         if kind.passes() || !self.shared.holding() {
             self.shared.emit(Event::Boundary {

@@ -8,10 +8,12 @@ use super::protocol::Protocol;
 use super::sql_names::{statements, tokens, Class, Token};
 
 /// One connection's classifier: whether a transaction is open, as its own statements say (`BEGIN` ...
-/// `COMMIT`/`ROLLBACK`), so that a `ROLLBACK` with nothing open is told apart from one that undoes work.
+/// `COMMIT`/`ROLLBACK`), so that a `ROLLBACK` with nothing open is told apart from one that undoes work, and
+/// whether a request statement ran in it (the end of a transaction that ran none is no step either).
 #[derive(Debug, Default)]
 pub struct Classifier {
     open: bool,
+    worked: bool,
 }
 
 /// Functions a statement with no table may call and still be housekeeping, and what they are.
@@ -57,7 +59,11 @@ impl Classifier {
         let kinds: Vec<Kind> = statements(&tokens)
             .into_iter()
             .filter(|range| !range.is_empty())
-            .map(|range| self.statement(&tokens[range]))
+            .map(|range| {
+                let kind = self.statement(&tokens[range]);
+                self.worked |= self.open && kind == Kind::Request;
+                kind
+            })
             .collect();
         if kinds.is_empty() {
             return Kind::Housekeeping(Chore::Validation);
@@ -89,20 +95,30 @@ impl Classifier {
         }
         if first.is("BEGIN") || first.is("START") {
             self.open = true;
-        } else if first.is("COMMIT")
+            self.worked = false;
+            return chore(Chore::Transaction);
+        }
+        let commit = first.is("COMMIT")
             || first.is("END")
-            || (first.is("PREPARE") && word(1, "TRANSACTION"))
-        {
+            || (first.is("PREPARE") && word(1, "TRANSACTION"));
+        let rollback = (first.is("ROLLBACK") || first.is("ABORT"))
+            && !st.iter().any(|t| t.is("TO") || t.is("PREPARED"));
+        if commit || rollback {
+            let (open, worked) = (self.open, self.worked);
             self.open = false;
-        } else if (first.is("ROLLBACK") || first.is("ABORT"))
-            && !st.iter().any(|t| t.is("TO") || t.is("PREPARED"))
-        {
-            if !self.open {
-                return chore(Chore::PoolReturn);
-            }
-            self.open = false;
+            self.worked = false;
+            return match (open, worked) {
+                (false, _) if rollback => chore(Chore::PoolReturn),
+                (true, false) => chore(Chore::Transaction),
+                _ => Kind::Request,
+            };
         }
         Kind::Request
+    }
+
+    /// Whether a transaction is open on the connection after what it classified last.
+    pub fn in_transaction(&self) -> bool {
+        self.open
     }
 }
 
@@ -431,7 +447,7 @@ mod tests {
             connection.classify("ROLLBACK"),
             Kind::Housekeeping(Chore::PoolReturn)
         );
-        assert_eq!(connection.classify("BEGIN"), Kind::Request);
+        assert_eq!(connection.classify("BEGIN"), TRANSACTION);
         assert_eq!(
             connection.classify("INSERT INTO t VALUES (?)"),
             Kind::Request
@@ -461,7 +477,47 @@ mod tests {
             other.classify("ROLLBACK"),
             Kind::Housekeeping(Chore::PoolReturn)
         );
-        assert_eq!(connection.classify("ROLLBACK"), Kind::Request);
+        assert_eq!(connection.classify("ROLLBACK"), TRANSACTION);
+    }
+
+    const TRANSACTION: Kind = Kind::Housekeeping(Chore::Transaction);
+
+    #[test]
+    fn a_transaction_that_ran_only_housekeeping_is_no_step_and_one_that_worked_is() {
+        // SQLAlchemy's first connection: BEGIN, introspection, ROLLBACK.
+        let mut orm = Classifier::default();
+        assert_eq!(orm.classify("BEGIN"), TRANSACTION);
+        assert!(orm.in_transaction());
+        assert_eq!(orm.classify("select pg_catalog.version()"), INTROSPECTION);
+        assert_eq!(
+            orm.classify("show standard_conforming_strings"),
+            INTROSPECTION
+        );
+        assert_eq!(orm.classify("ROLLBACK"), TRANSACTION);
+        assert!(!orm.in_transaction());
+        // The request's own transaction: its end is a step (it commits or undoes work).
+        assert_eq!(
+            orm.classify("BEGIN ISOLATION LEVEL SERIALIZABLE"),
+            TRANSACTION
+        );
+        assert_eq!(
+            orm.classify("SELECT ?"),
+            Kind::Housekeeping(Chore::Validation)
+        );
+        assert_eq!(
+            orm.classify("UPDATE t SET a = ? WHERE k = ?"),
+            Kind::Request
+        );
+        assert!(orm.in_transaction());
+        assert_eq!(orm.classify("COMMIT"), Kind::Request);
+        assert_eq!(orm.classify("START TRANSACTION READ WRITE"), TRANSACTION);
+        assert_eq!(orm.classify("SELECT a FROM t WHERE k = ?"), Kind::Request);
+        assert_eq!(orm.classify("ROLLBACK"), Kind::Request);
+        // An empty transaction committed: no step; and autocommit statements are steps as ever.
+        assert_eq!(orm.classify("BEGIN"), TRANSACTION);
+        assert_eq!(orm.classify("END"), TRANSACTION);
+        assert_eq!(orm.classify("INSERT INTO t VALUES (?)"), Kind::Request);
+        assert!(!orm.in_transaction());
     }
 
     #[test]

@@ -78,6 +78,8 @@ pub struct Group {
     pub bytes: Vec<u8>,
     pub text: String,
     pub kind: Kind,
+    /// A transaction is open on the connection once the group ran (as its statements say).
+    pub in_transaction: bool,
     pub end: GroupEnd,
 }
 
@@ -319,6 +321,7 @@ impl Front {
             bytes: std::mem::take(&mut self.pending),
             text,
             kind,
+            in_transaction: self.classifier.in_transaction(),
             end,
         };
         self.executed.clear();

@@ -45,6 +45,10 @@ pub struct Released {
     pub request: u32,
     pub wire: Wire,
     pub text: String,
+    /// A transaction was open on its connection once it ran (`Boundary::in_transaction`); absent in older
+    /// schedules.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_transaction: bool,
 }
 
 /// Where a crash-run kills the service.
@@ -503,6 +507,7 @@ async fn decide_all(
                 request: taken,
                 wire: boundary.wire,
                 text: boundary.text.clone(),
+                in_transaction: boundary.in_transaction,
             };
             compare(tracker, &crashing, plan.expected);
             return crash(lab, answers, tracker, id, at.when).await;
@@ -553,6 +558,7 @@ impl Tracker {
             request: request as u32,
             wire: boundary.wire,
             text: boundary.text.clone(),
+            in_transaction: boundary.in_transaction,
         };
         compare(self, &released, expected);
         self.outcome.released.push(released);
@@ -737,6 +743,7 @@ mod tests {
             wire: Wire::Postgres,
             text: format!("SELECT {id}"),
             kind: crate::graybox::kind::Kind::Request,
+            in_transaction: false,
         }
     }
 
@@ -877,7 +884,8 @@ mod tests {
             connection: 1,
             wire: Wire::Redis,
             text: text.into(),
-            session: false,
+            kind: crate::graybox::kind::Kind::Request,
+            in_transaction: false,
         };
         assert_eq!(judge_of(&redis("SET ? ? NX PX ?"), None), Judge::Never);
         assert_eq!(judge_of(&redis("BLPOP ? ?"), None), Judge::Timer);

@@ -11,6 +11,7 @@ fn boundary(id: u64, connection: u64, wire: Wire, text: &str, kind: Kind) -> Bou
         wire,
         text: text.into(),
         kind,
+        in_transaction: false,
     }
 }
 
@@ -23,6 +24,7 @@ fn step(request: u32, wire: Wire, text: &str) -> Released {
         request,
         wire,
         text: text.into(),
+        in_transaction: false,
     }
 }
 
@@ -136,6 +138,7 @@ fn script_call(error: &str, expected: &[Released]) -> Tracker {
     tracker.phases[0] = Phase::Released {
         id: 1,
         at: Instant::now(),
+        judge: Judge::Never,
     };
     let answered = Event::Answered {
         id: 1,

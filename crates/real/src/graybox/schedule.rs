@@ -218,11 +218,13 @@ mod tests {
                     request: 0,
                     wire: Wire::Postgres,
                     text: "BEGIN".into(),
+                    in_transaction: false,
                 },
                 Released {
                     request: 0,
                     wire: Wire::Redis,
                     text: "SET ? ? NX".into(),
+                    in_transaction: false,
                 },
             ],
             crash: Some(CrashPoint {
