@@ -19,6 +19,9 @@ use retrylab::stack::http::Url;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The most copies of the service `--instances` starts (each is a process group with its own pool).
+const INSTANCES_MAX: usize = 8;
+
 /// The longest lease a service may declare: the retries after a crash wait up to twice it.
 const LEASE_MS_MAX: u64 = 3_600_000;
 
@@ -100,6 +103,12 @@ pub struct GrayboxArgs {
     /// Run a saved schedule again: `reproduced` (exit 1) or `not reproduced: ...` (exit 0).
     #[arg(long, value_name = "FILE", requires = "exec")]
     pub replay: Option<PathBuf>,
+    /// Copies of the service run side by side, each its own process group, port (the first at URL's) and store
+    /// connections: a schedule's requests go to them in turn, retries to the next. A shared client connection or
+    /// an in-process lock serialises one process's requests; two instances, as services run, do not. A crash
+    /// kills and restarts them all.
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "exec")]
+    pub instances: usize,
     /// Exit 1 when a check is `incomplete` or `n/a` too (it proved nothing), not only on `fail`.
     #[arg(long, requires = "exec")]
     pub strict: bool,
@@ -172,6 +181,12 @@ fn lab_config(
     if gray.blocked_ms == 0 || gray.blocked_ms > 60_000 {
         return Err("--blocked-ms: must be in 1..=60000".into());
     }
+    if !(1..=INSTANCES_MAX).contains(&gray.instances) {
+        return Err(format!(
+            "--instances {}: must be in 1..={INSTANCES_MAX}",
+            gray.instances
+        ));
+    }
     if gray.start_timeout_s == 0 || gray.start_timeout_s > 600 {
         return Err("--start-timeout-s: must be in 1..=600".into());
     }
@@ -191,6 +206,7 @@ fn lab_config(
         body: probe.body.clone(),
         request_timeout: Duration::from_millis(probe.timeout_ms),
         blocked: Duration::from_millis(gray.blocked_ms),
+        instances: gray.instances,
     })
 }
 
@@ -318,6 +334,10 @@ fn command_line(probe: &ProbeArgs, gray: &GrayboxArgs) -> String {
         (
             "--blocked-ms",
             Some(gray.blocked_ms.to_string()).filter(|n| n != "200"),
+        ),
+        (
+            "--instances",
+            Some(gray.instances.to_string()).filter(|n| n != "1"),
         ),
     ];
     for (name, value) in optional {

@@ -40,6 +40,8 @@ struct Sample {
     count_sql: &'static str,
     /// The scheme of `--postgres` (SQLAlchemy takes only `postgresql://`; the others are given `postgres://`).
     scheme: &'static str,
+    /// `--instances`.
+    instances: usize,
 }
 
 impl Sample {
@@ -50,6 +52,7 @@ impl Sample {
             redis: false,
             count_sql: COUNT_SQL,
             scheme: "postgres",
+            instances: 1,
         }
     }
 
@@ -68,6 +71,16 @@ impl Sample {
             redis: true,
             count_sql: COUNT_SQL,
             scheme: "postgres",
+            instances: 1,
+        }
+    }
+
+    /// The ioredis sample, as services run: two instances.
+    fn ioredis(mutant: bool) -> Sample {
+        Sample {
+            count_sql: "SELECT count(*) FROM ioredis_payments",
+            instances: 2,
+            ..Sample::node("node-ioredis", mutant)
         }
     }
 
@@ -137,6 +150,7 @@ fn base_args(sample: &Sample, stores: &Stores) -> Vec<String> {
     }
     args.extend(["--reset-sql", "schema.sql", "--count-sql", sample.count_sql].map(String::from));
     args.extend(["--resolve-within-s", "3", "--schedules-max", "200"].map(String::from));
+    args.extend(["--instances".into(), sample.instances.to_string()]);
     args.push("--schedule-dir".into());
     args.push(stores.schedules.path().display().to_string());
     args
@@ -487,4 +501,71 @@ fn an_orm_given_the_scheme_it_refuses_is_told_which_to_use() {
         "{}",
         text(&out)
     );
+}
+
+/// Node on ioredis, as most Node services use Redis: one shared auto-pipelined connection per process, a Lua
+/// claim sent by EVALSHA (NOSCRIPT, then EVAL on a fresh server), CLIENT SETNAME. With two instances the
+/// requests wait at the stores together and every check gets a verdict: the correct design passes them all,
+/// the mutant (GET then SET, the key left out of the payment row) pays twice in some order and after a crash.
+#[test]
+fn node_on_ioredis_gets_a_verdict_from_every_check_with_two_instances_and_its_mutant_is_caught() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let fixed = Sample::ioredis(false);
+    let Some(()) = node_ready(&fixed) else { return };
+    let Some(stores) = Stores::start(&fixed) else {
+        return;
+    };
+    let (code, lines) = probe(&fixed, &stores);
+    assert_all_pass(fixed.name, code, &lines, false);
+    let mutant = Sample::ioredis(true);
+    let (code, lines) = probe(&mutant, &stores);
+    for check in ["crash-at-every-statement", "interleaved-same-key"] {
+        let line = result_of(&lines, check);
+        assert_eq!(line["result"], "fail", "the mutant must be caught: {line}");
+        assert!(
+            line["evidence"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("2 effects"),
+            "{line}"
+        );
+    }
+    assert_eq!(code, 1, "exit 1 when a check fails");
+    assert_failures_replay(&mutant, &stores, &lines);
+}
+
+/// One process on one shared Redis connection serialises its requests: `n/a`, saying to try two instances;
+/// with two, the same service's interleavings get a verdict (node-redis claims by SET NX: a pass).
+#[test]
+fn a_shared_connection_is_told_to_try_two_instances_and_gets_a_verdict_with_them() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let one = Sample::node("node-redis", false);
+    let Some(()) = node_ready(&one) else { return };
+    let Some(stores) = Stores::start(&one) else {
+        return;
+    };
+    create_tables(&one, &stores);
+    let interleaved = |sample: &Sample| {
+        let mut args = base_args(sample, &stores);
+        args.extend(["--check", "interleaved-same-key", "--json"].map(String::from));
+        let out = run(sample, &args);
+        let line: Value =
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+        line
+    };
+    let line = interleaved(&one);
+    assert_eq!(line["result"], "n/a", "{line}");
+    assert!(
+        line["evidence"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("try --instances 2"),
+        "{line}"
+    );
+    let two = Sample {
+        instances: 2,
+        ..Sample::node("node-redis", false)
+    };
+    let line = interleaved(&two);
+    assert_eq!(line["result"], "pass", "{line}");
 }

@@ -200,6 +200,7 @@ fn lock_and_sleep_lab(runtime: &tokio::runtime::Runtime, target: PostgresTarget)
         body: r#"{"amount": 5, "sleep": 0}"#.into(),
         request_timeout: Duration::from_secs(20),
         blocked: Duration::from_millis(200),
+        instances: 1,
     };
     let reset = std::fs::read_to_string(tiny("reset.sql")).unwrap();
     let count = CountBy::Sql("SELECT count(*) FROM payments".into());

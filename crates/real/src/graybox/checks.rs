@@ -441,7 +441,7 @@ async fn interleaved_same_key(lab: &mut Lab, options: &CheckOptions) -> Result<F
         return Ok(vacuous);
     }
     if explorer.contested_points() == 0 {
-        let mut finding = unchosen_finding(explorer.schedules(), options);
+        let mut finding = unchosen_finding(explorer.schedules(), options, lab.config.instances);
         finding.evidence = format!("{}; {}", finding.evidence, waits.said());
         return Ok(finding);
     }
@@ -535,13 +535,22 @@ impl Waits {
 
 /// No run ever had two requests waiting at a statement together: nothing was interleaved by the probe, so a
 /// pass would be vacuous. Said as n/a, with what ran.
-fn unchosen_finding(schedules: usize, options: &CheckOptions) -> Finding {
+fn unchosen_finding(schedules: usize, options: &CheckOptions, instances: usize) -> Finding {
+    // One process's shared connection or lock serialises its requests; requests to other instances are not.
+    let hint = if instances < options.clients {
+        format!(
+            "; try --instances {}: services run as several copies, and theirs are not serialised",
+            options.clients
+        )
+    } else {
+        String::new()
+    };
     Finding::new(
         GrayVerdict::NotApplicable,
         format!(
             "no order to choose: in {schedules} schedule(s) the {} requests never waited at a statement together (the \
              service serialised them before its stores, e.g. on one shared connection or a lock of its own), so \
-             nothing says their interleavings are safe; at most one effect in what ran",
+             nothing says their interleavings are safe; at most one effect in what ran{hint}",
             options.clients
         ),
     )

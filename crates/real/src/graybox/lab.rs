@@ -36,6 +36,9 @@ pub struct LabConfig {
     /// Where the store cannot say whether a statement waits (a Redis blocking command, a request with no
     /// boundary seen yet): no answer within it counts as waiting. PostgreSQL statements ask the store.
     pub blocked: Duration,
+    /// Copies of the service run side by side (`--instances`), each with its own process group, port and
+    /// store connections; a schedule's requests go to them in turn.
+    pub instances: usize,
 }
 
 /// Why the probe cannot go on (exit 2).
@@ -61,7 +64,12 @@ pub enum LabError {
 
 pub struct Lab {
     pub gates: Gates,
-    pub service: Service,
+    /// The instances, in order; request `i` of a schedule goes to `services[i % len]`.
+    pub services: Vec<Service>,
+    /// Each instance's URL (the first is `config.url`).
+    pub urls: Vec<Url>,
+    /// Requests sent while the gates pass (retries, lost-response), spread over the instances in turn.
+    passing_sent: usize,
     pub effects: Effects,
     /// The store's word on the service's backends (direct connection, like `effects`').
     pub backends: Backends,
@@ -113,18 +121,32 @@ fn service_env_names(config: &LabConfig) -> Vec<String> {
     names
 }
 
+/// The first instance at `url`, each other one at a free loopback port, same path.
+fn instance_urls(url: &Url, instances: usize) -> Result<Vec<Url>, LabError> {
+    let mut urls = vec![url.clone()];
+    for _ in 1..instances.max(1) {
+        let port = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+            .and_then(|listener| listener.local_addr())
+            .map_err(LabError::Gates)?
+            .port();
+        let mut other = url.clone();
+        other.address.set_port(port);
+        other.authority = other.address.to_string();
+        urls.push(other);
+    }
+    Ok(urls)
+}
+
 /// The service's environment: the port, the gates' URLs, libpq's variables and a JDBC URL.
 pub fn service_env(
     config: &LabConfig,
+    port: u16,
     postgres_gate: std::net::SocketAddr,
     redis_gate: Option<std::net::SocketAddr>,
 ) -> Vec<(String, String)> {
     let pg = &config.postgres;
     let mut env = vec![
-        (
-            config.env_names.port.clone(),
-            config.url.address.port().to_string(),
-        ),
+        (config.env_names.port.clone(), port.to_string()),
         (
             config.env_names.database_url.clone(),
             pg.gate_url(postgres_gate),
@@ -158,26 +180,38 @@ impl Lab {
         let postgres_gate = gates
             .postgres_address()
             .expect("the PostgreSQL gate was asked for");
-        let env = service_env(&config, postgres_gate, gates.redis_address());
-        let inherited = std::env::vars_os().filter_map(|(name, _)| name.into_string().ok());
-        let spec = ServiceSpec {
-            command: config.command.clone(),
-            env_removed: service_env_removed(&config, inherited),
-            env,
-            url: config.url.clone(),
-            start_timeout: config.start_timeout,
-        };
-        let service = Service::start(spec).await?;
+        let urls = instance_urls(&config.url, config.instances)?;
+        let mut services = Vec::new();
+        for url in &urls {
+            let port = url.address.port();
+            let env = service_env(&config, port, postgres_gate, gates.redis_address());
+            let inherited = std::env::vars_os().filter_map(|(name, _)| name.into_string().ok());
+            let spec = ServiceSpec {
+                command: config.command.clone(),
+                env_removed: service_env_removed(&config, inherited),
+                env,
+                url: url.clone(),
+                start_timeout: config.start_timeout,
+            };
+            services.push(Service::start(spec).await?);
+        }
         let backends = Backends::start(&config.postgres);
         let mut lab = Lab {
             gates,
-            service,
+            services,
+            urls,
+            passing_sent: 0,
             effects,
             backends,
             config,
         };
         lab.settle().await?;
         Ok(lab)
+    }
+
+    /// Where request `index` of a schedule goes: the instances in turn.
+    pub fn url_of(&self, index: usize) -> &Url {
+        &self.urls[index % self.urls.len()]
     }
 
     /// The POST of every check, with its key.
@@ -218,7 +252,9 @@ impl Lab {
     ) -> Result<Result<HttpResponse, String>, LabError> {
         self.gates.set_mode(Mode::Pass);
         self.settle().await?;
-        let url = self.config.url.clone();
+        // A retry lands on another instance, as behind a load balancer.
+        let url = self.url_of(self.passing_sent).clone();
+        self.passing_sent += 1;
         let timeout = self.config.request_timeout;
         let sending = exchange(&url, request, timeout);
         tokio::pin!(sending);
@@ -244,7 +280,11 @@ impl Lab {
     pub async fn crash_and_restart(&mut self) -> Result<(), LabError> {
         // Read before the kill: each connection forgets its backend when the dead service's socket closes.
         let pids = self.gates.backend_pids();
-        self.service.kill();
+        // Every instance: the gate does not yet tell one instance's store connections from another's, and
+        // closing them all under a live instance would hand its pool dead connections.
+        for service in &mut self.services {
+            service.kill();
+        }
         let terminated = self
             .backends
             .terminate(pids)
@@ -261,7 +301,9 @@ impl Lab {
         self.gates.close_all();
         self.gates.set_mode(Mode::Pass);
         self.settle().await?;
-        self.service.restart().await?;
+        for service in &mut self.services {
+            service.restart().await?;
+        }
         self.settle().await
     }
 
@@ -316,6 +358,7 @@ mod tests {
             body: "{}".into(),
             request_timeout: Duration::from_secs(1),
             blocked: Duration::from_millis(100),
+            instances: 1,
         }
     }
 
@@ -350,6 +393,7 @@ mod tests {
         assert!(!removed.contains(&"REDIS_URL".to_string()), "{removed:?}");
         let env = service_env(
             &config(true),
+            8080,
             "127.0.0.1:7000".parse().unwrap(),
             Some("127.0.0.1:7001".parse().unwrap()),
         );

@@ -429,7 +429,7 @@ pub async fn run_schedule(
     let mut tracker = Tracker::new(requests.len(), lab.config.blocked);
     for (index, request) in requests.iter().enumerate() {
         let (url, request, timeout, sender) = (
-            lab.config.url.clone(),
+            lab.url_of(index).clone(),
             request.clone(),
             lab.config.request_timeout,
             sender.clone(),
