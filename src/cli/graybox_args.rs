@@ -4,7 +4,7 @@
 //! reproduce), 1 a check failed (or a replay reproduced), 2 bad input or a service that would not run.
 
 use super::auto_stores::AutoStores;
-use super::probe_cmd::ProbeArgs;
+use super::probe_cmd::{ProbeArgs, EXPLORE, OUTPUT, SERVICE, STORES};
 use super::{EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
 use retrylab::graybox::checks::CheckOptions;
 use retrylab::graybox::effects::{CountBy, ResetBy};
@@ -34,20 +34,20 @@ pub struct GrayboxArgs {
     /// service itself with `sh -c CMD` (own process group, the probe's cwd), env PORT, DATABASE_URL, REDIS_URL
     /// pointing at its loopback gates (also PGHOST/PGPORT/PGUSER/PGDATABASE, JDBC_DATABASE_URL). URL's port 0
     /// (or none): a free one. With it, `--clients N` is the number of same-key requests (2 or 3).
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", help_heading = SERVICE)]
     pub exec: Option<String>,
     /// The real PostgreSQL (loopback only; every host in the URL is checked, several hosts refused), or `auto`: a
     /// throwaway server from the installed binaries, stopped at the end. The service reaches it only through
     /// the gate (its DATABASE_URL keeps this URL's scheme: give postgresql:// to SQLAlchemy); the probe counts
     /// and resets on it directly.
-    #[arg(long, value_name = "PGURL|auto", requires = "exec")]
+    #[arg(long, value_name = "PGURL|auto", requires = "exec", help_heading = STORES)]
     pub postgres: Option<String>,
     /// The real Redis (loopback only), or `auto` (a throwaway server), reached by the service only through the
     /// gate.
-    #[arg(long, value_name = "REDISURL|auto", requires = "exec")]
+    #[arg(long, value_name = "REDISURL|auto", requires = "exec", help_heading = STORES)]
     pub redis: Option<String>,
     /// Counts the effects on the real database, e.g. "SELECT count(*) FROM payments" (or use --count-url).
-    #[arg(
+    #[arg(help_heading = STORES,
         long,
         value_name = "SQL",
         requires = "exec",
@@ -56,7 +56,7 @@ pub struct GrayboxArgs {
     pub count_sql: Option<String>,
     /// A file of SQL run on the real database before every schedule. It may TRUNCATE tables: it runs only on
     /// the --postgres URL given, never anywhere else.
-    #[arg(
+    #[arg(help_heading = STORES,
         long,
         value_name = "FILE",
         requires = "exec",
@@ -64,53 +64,53 @@ pub struct GrayboxArgs {
     )]
     pub reset_sql: Option<PathBuf>,
     /// A command (`sh -c`) run before every schedule instead of --reset-sql; it must exit 0.
-    #[arg(long, value_name = "CMD", requires = "exec")]
+    #[arg(long, value_name = "CMD", requires = "exec", help_heading = STORES)]
     pub reset_cmd: Option<String>,
     /// The environment variable that gives the service its HTTP port.
-    #[arg(long, default_value = "PORT", value_name = "NAME")]
+    #[arg(long, default_value = "PORT", value_name = "NAME", help_heading = SERVICE)]
     pub port_env: String,
     /// The environment variable that gives the service its PostgreSQL URL (the gate's, not --postgres's); PGHOST,
     /// PGPORT, PGUSER, PGDATABASE and JDBC_DATABASE_URL point at the gate too.
-    #[arg(long, default_value = "DATABASE_URL", value_name = "NAME")]
+    #[arg(long, default_value = "DATABASE_URL", value_name = "NAME", help_heading = STORES)]
     pub database_url_env: String,
     /// The environment variable that gives the service its Redis URL (the gate's, not --redis's).
-    #[arg(long, default_value = "REDIS_URL", value_name = "NAME")]
+    #[arg(long, default_value = "REDIS_URL", value_name = "NAME", help_heading = STORES)]
     pub redis_url_env: String,
     /// interleaved-same-key: schedules at most (more: the result is `incomplete`).
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 500, help_heading = EXPLORE)]
     pub schedules_max: usize,
     /// interleaved-same-key: switches away from a request that could go on, at most (CHESS's bound).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, help_heading = EXPLORE)]
     pub preemptions: usize,
     /// Only where the store cannot say whether a statement waits: a Redis blocking command (BLPOP, XREAD
     /// BLOCK, WAIT ...) or a request with no statement seen yet, with no answer within it, is taken as waiting
     /// (the others go on). A released PostgreSQL statement is blocked exactly while PostgreSQL says it waits on
     /// a lock (pg_blocking_pids); other Redis commands always answer.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, help_heading = EXPLORE)]
     pub blocked_ms: u64,
     /// After a crash, retries must get a final answer within it (default 2x --lease-ms, or 30).
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", help_heading = EXPLORE)]
     pub resolve_within_s: Option<u64>,
     /// The service's declared lease or TTL of a claimed key.
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", help_heading = SERVICE)]
     pub lease_ms: Option<u64>,
     /// How long the service may take to answer HTTP after each start (at most 600).
-    #[arg(long, default_value_t = 30, value_name = "S")]
+    #[arg(long, default_value_t = 30, value_name = "S", help_heading = SERVICE)]
     pub start_timeout_s: u64,
     /// Where failing schedules are saved (`<check>-<n>.json`).
-    #[arg(long, default_value = "retrylab-schedules", value_name = "DIR")]
+    #[arg(long, default_value = "retrylab-schedules", value_name = "DIR", help_heading = OUTPUT)]
     pub schedule_dir: PathBuf,
     /// Run a saved schedule again: `reproduced` (exit 1) or `not reproduced: ...` (exit 0).
-    #[arg(long, value_name = "FILE", requires = "exec")]
+    #[arg(long, value_name = "FILE", requires = "exec", help_heading = EXPLORE)]
     pub replay: Option<PathBuf>,
     /// Copies of the service run side by side, each its own process group, port (the first at URL's) and store
     /// connections: a schedule's requests go to them in turn, retries to the next. A shared client connection or
     /// an in-process lock serialises one process's requests; two instances, as services run, do not. A crash
     /// kills and restarts them all.
-    #[arg(long, default_value_t = 1, value_name = "N", requires = "exec")]
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "exec", help_heading = SERVICE)]
     pub instances: usize,
     /// Exit 1 when a check is `incomplete` or `n/a` too (it proved nothing), not only on `fail`.
-    #[arg(long, requires = "exec")]
+    #[arg(long, requires = "exec", help_heading = OUTPUT)]
     pub strict: bool,
 }
 

@@ -6,59 +6,67 @@ use retrylab::stack::http::Url;
 use retrylab::stack::probe::{exit_code, run_checks, table, ProbeConfig};
 use std::time::Duration;
 
+/// `probe --help`'s headings: black-box and gray-box flags grouped by what they are about, so a newcomer can
+/// scan them (the provider, consumer and MySQL gates add to the same groups).
+pub(super) const SERVICE: &str = "The service";
+pub(super) const STORES: &str = "Its stores and effects";
+pub(super) const EXPLORE: &str = "What to explore";
+pub(super) const BLACK: &str = "Black-box only (without --exec)";
+pub(super) const OUTPUT: &str = "Output";
+
 #[derive(clap::Args, Debug)]
 #[command(after_help = retrylab::stack::probe::rules::help_text())]
 pub struct ProbeArgs {
     /// The endpoint that takes the idempotent POST, e.g. http://127.0.0.1:8080/payments (loopback only).
     pub url: String,
+    /// The header carrying the idempotency key.
+    #[arg(long, default_value = "Idempotency-Key", help_heading = SERVICE)]
+    pub key_header: String,
     /// A GET endpoint answering the number of effects (`{"count": N}` or a bare number); without it the
     /// checks judge from responses alone. `retrylab serve`'s is URL/count.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", help_heading = STORES)]
     pub count_url: Option<String>,
-    /// The header carrying the idempotency key.
-    #[arg(long, default_value = "Idempotency-Key")]
-    pub key_header: String,
-    /// The header naming the client; `none`: the API has no client identity (cross-client is n/a).
-    #[arg(long, default_value = "X-Client-Id")]
-    pub client_header: String,
-    /// The two client identities, `A,B`.
-    #[arg(long, default_value = "probe-a,probe-b")]
+    /// The two client identities, `A,B` (black-box); with --exec, the number of same-key requests (2 or 3).
+    #[arg(long, default_value = "probe-a,probe-b", help_heading = EXPLORE)]
     pub clients: String,
+    /// The header naming the client; `none`: the API has no client identity (cross-client is n/a).
+    #[arg(long, default_value = "X-Client-Id", help_heading = BLACK)]
+    pub client_header: String,
     /// Another header for every request, `NAME:VALUE` (repeatable), the retries of timeout-then-retry included.
-    #[arg(long = "header", value_name = "NAME:VALUE")]
+    #[arg(long = "header", value_name = "NAME:VALUE", help_heading = SERVICE)]
     pub headers: Vec<String>,
     /// The request body, a JSON object.
-    #[arg(long, default_value = r#"{"amount":500,"currency":"RUB"}"#)]
+    #[arg(long, default_value = r#"{"amount":500,"currency":"RUB"}"#, help_heading = SERVICE)]
     pub body: String,
     /// Requests sent together with one key.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, help_heading = BLACK)]
     pub concurrency: usize,
     /// Rounds of the concurrent check, each with its own key (it fails if any round does).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, help_heading = BLACK)]
     pub rounds: usize,
     /// The API's declared answer to a request without a key.
-    #[arg(long, default_value_t = 400)]
+    #[arg(long, default_value_t = 400, help_heading = BLACK)]
     pub missing_key_status: u16,
     /// The API's declared answer to a key reused with another body.
-    #[arg(long, default_value_t = 422)]
+    #[arg(long, default_value_t = 422, help_heading = BLACK)]
     pub changed_body_status: u16,
     /// The API's declared key expiry: the expiry check waits it out (at most 120000); without it, n/a.
-    #[arg(long)]
+    #[arg(long, help_heading = BLACK)]
     pub expiry_ms: Option<u64>,
     /// Each request's time limit.
-    #[arg(long, default_value_t = 5000)]
+    #[arg(long, default_value_t = 5000, help_heading = SERVICE)]
     pub timeout_ms: u64,
     /// Part of every key (default: from the clock, so runs do not share keys).
-    #[arg(long)]
+    #[arg(long, help_heading = EXPLORE)]
     pub run_id: Option<String>,
     /// Seeds the retrying client's jitter and the proxy.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, help_heading = BLACK)]
     pub seed: u64,
     /// Run only this check (repeatable); the checks are listed below.
-    #[arg(long = "check", value_name = "NAME")]
+    #[arg(long = "check", value_name = "NAME", help_heading = EXPLORE)]
     pub checks: Vec<String>,
     /// One JSON object per check per line: check, result (pass|fail|n/a), evidence, reproduce.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT)]
     pub json: bool,
     /// The gray-box checks' flags (`--exec` and what goes with it).
     #[command(flatten)]
