@@ -19,12 +19,16 @@ import json
 import os
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import psycopg2
 
 DESIGN, _, EXTRA = sys.argv[1].partition("+")
 ORM = EXTRA == "orm"
+# `<design>+heartbeat`: a thread of its own writes a heartbeat row every 50 ms on its own connection, as a
+# background job or a pool keep-alive does: statements that belong to no request.
+HEARTBEAT = EXTRA == "heartbeat"
 # The first request of this process introspects; the later ones do not (an ORM's dialect set-up).
 FIRST = threading.Event()
 SAVEPOINTS = itertools.count(1)
@@ -151,7 +155,19 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+def heartbeat():
+    conn = psycopg2.connect(os.environ["DATABASE_URL"])
+    conn.autocommit = True
+    while True:
+        with conn.cursor() as cur:
+            cur.execute("INSERT INTO heartbeats (id, at) VALUES (1, now()) "
+                        "ON CONFLICT (id) DO UPDATE SET at = now()")
+        time.sleep(0.05)
+
+
 if __name__ == "__main__":
+    if HEARTBEAT:
+        threading.Thread(target=heartbeat, daemon=True).start()
     if "PID_FILE" in os.environ:
         with open(os.environ["PID_FILE"], "w") as f:
             f.write(str(os.getpid()))

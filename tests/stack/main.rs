@@ -12,6 +12,8 @@ mod explore_support;
 #[cfg(feature = "cli")]
 mod explorer;
 #[cfg(all(feature = "cli", feature = "stack"))]
+mod graybox_background;
+#[cfg(all(feature = "cli", feature = "stack"))]
 mod graybox_blocking;
 #[cfg(feature = "stack")]
 mod graybox_drivers;

@@ -9,6 +9,7 @@
 //!
 //! Replaying a saved schedule is [`super::replay`].
 
+use super::background::Background;
 use super::explore::{Bounds, Coverage, Explorer};
 use super::gate::Wire;
 use super::kind::Passed;
@@ -60,11 +61,17 @@ pub async fn run_check(
     check: GrayCheck,
     options: &CheckOptions,
 ) -> Result<Finding, LabError> {
-    match check {
+    lab.gates.take_background_passed();
+    let mut finding = match check {
         GrayCheck::CrashAtEveryStatement => crash_at_every_statement(lab, options).await,
         GrayCheck::InterleavedSameKey => interleaved_same_key(lab, options).await,
         GrayCheck::LostResponse => lost_response(lab, options).await,
+    }?;
+    let background = Background::passed(lab.gates.take_background_passed());
+    if let Some(summary) = background.summary() {
+        finding.evidence = format!("{}; {summary}", finding.evidence);
     }
+    Ok(finding)
 }
 
 fn success(answer: &Result<HttpResponse, String>) -> bool {

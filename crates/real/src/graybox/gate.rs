@@ -19,6 +19,7 @@
 //! Events of one connection come in order: `Opened`, then each boundary's `Boundary` before its `Answered`, then
 //! at most one `Unsupported` or `UpstreamFailed`, then `Closed`. Ids start at 1. The mode starts as `Pass`.
 
+use super::background::Background;
 use super::kind::Kind;
 use super::link;
 use serde::{Deserialize, Serialize};
@@ -145,6 +146,13 @@ pub(crate) struct Shared {
     startups: watch::Sender<u64>,
     /// Each open PostgreSQL connection's backend process id (dropped when the connection ends).
     backends: Mutex<BTreeMap<ConnectionId, i32>>,
+    /// How many things of the probe's own are in flight through the service (a schedule, a request, a
+    /// restart, a count): while none is, a request statement belongs to no request (`super::background`).
+    busy: AtomicU64,
+    /// Whether idle request statements teach background connections (`Gates::learn_background`; off for a
+    /// caller that drives the gates itself and never says when it is busy).
+    learning: AtomicBool,
+    background: Mutex<Background>,
 }
 
 struct Held {
@@ -210,7 +218,26 @@ impl Shared {
     }
 
     /// A connection ended: what it held can no longer be decided, and its backend is no longer its own.
+    /// Whether `connection` carries no request, learning it from this boundary: a request statement sent while
+    /// the probe is idle. A true answer is counted (the boundary passes unheld).
+    pub(crate) fn background(&self, connection: ConnectionId, kind: Kind) -> bool {
+        let mut background = self.background.lock().expect("background lock");
+        let idle = self.busy.load(Ordering::SeqCst) == 0;
+        if kind == Kind::Request && idle && self.learning.load(Ordering::SeqCst) {
+            background.learn(connection);
+        }
+        let known = background.contains(connection);
+        if known && kind == Kind::Request && self.holding() {
+            background.passed += 1;
+        }
+        known
+    }
+
     pub(crate) fn forget_connection(&self, connection: ConnectionId) {
+        self.background
+            .lock()
+            .expect("background lock")
+            .forget(connection);
         self.held
             .lock()
             .expect("held lock")
@@ -238,6 +265,9 @@ impl Gates {
             epoch: watch::Sender::new(0),
             startups: watch::Sender::new(0),
             backends: Mutex::new(BTreeMap::new()),
+            busy: AtomicU64::new(0),
+            learning: AtomicBool::new(false),
+            background: Mutex::new(Background::default()),
         });
         let mut gates = Gates {
             shared,
@@ -277,6 +307,33 @@ impl Gates {
     /// Applies to boundaries announced after the call.
     pub fn set_mode(&self, mode: Mode) {
         self.shared.hold.store(mode == Mode::Hold, Ordering::SeqCst);
+    }
+
+    /// The probe has something of its own in flight through the service until the guard is dropped: request
+    /// statements meanwhile may be a request's, and teach nothing about background connections.
+    pub fn busy(&self) -> Busy {
+        self.shared.busy.fetch_add(1, Ordering::SeqCst);
+        Busy {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// From now on, a request statement sent while nothing is `busy` marks its connection as carrying no
+    /// request (`super::background`). Off until called.
+    pub fn learn_background(&self) {
+        self.shared.learning.store(true, Ordering::SeqCst);
+    }
+
+    /// Statements of connections that carry no request passed unheld since the last call (and the count reset).
+    pub fn take_background_passed(&self) -> usize {
+        std::mem::take(
+            &mut self
+                .shared
+                .background
+                .lock()
+                .expect("background lock")
+                .passed,
+        )
     }
 
     /// How many boundaries both gates have seen so far, held or not: a count that moved while this did not
@@ -330,6 +387,17 @@ impl Drop for Gates {
             listener.abort();
         }
         self.close_all();
+    }
+}
+
+/// See `Gates::busy`.
+pub struct Busy {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.shared.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

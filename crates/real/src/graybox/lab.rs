@@ -70,6 +70,7 @@ pub struct Lab {
     pub urls: Vec<Url>,
     /// Requests sent while the gates pass (retries, lost-response), spread over the instances in turn.
     passing_sent: usize,
+
     pub effects: Effects,
     /// The store's word on the service's backends (direct connection, like `effects`').
     pub backends: Backends,
@@ -177,6 +178,7 @@ impl Lab {
             .await
             .map_err(LabError::Gates)?;
         gates.set_mode(Mode::Pass);
+        gates.learn_background();
         let postgres_gate = gates
             .postgres_address()
             .expect("the PostgreSQL gate was asked for");
@@ -252,6 +254,7 @@ impl Lab {
     ) -> Result<Result<HttpResponse, String>, LabError> {
         self.gates.set_mode(Mode::Pass);
         self.settle().await?;
+        let _busy = self.gates.busy();
         // A retry lands on another instance, as behind a load balancer.
         let url = self.url_of(self.passing_sent).clone();
         self.passing_sent += 1;
@@ -329,6 +332,8 @@ impl Lab {
 
     /// The effects now.
     pub async fn count(&mut self) -> Result<i64, LabError> {
+        // A count URL is answered by the service: its statements are no background job's.
+        let _busy = self.gates.busy();
         self.gates.set_mode(Mode::Pass);
         let count = self.effects.count().await.map_err(LabError::Store);
         self.settle().await?;

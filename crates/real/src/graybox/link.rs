@@ -450,7 +450,9 @@ impl Front<'_> {
             kind,
             in_transaction,
         };
-        if kind.passes() || !self.shared.holding() {
+        // Learnt (and counted) whatever the mode: a heartbeat between schedules teaches it.
+        let background = self.shared.background(self.connection, kind);
+        if kind.passes() || background || !self.shared.holding() {
             self.shared.emit(Event::Boundary {
                 boundary,
                 held: false,

@@ -18,6 +18,7 @@
 //!   data), [`report`] (results), [`probe`] (all of it, for the CLI).
 
 pub mod backends;
+pub mod background;
 pub mod checks;
 pub mod effects;
 pub mod explore;

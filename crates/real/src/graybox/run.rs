@@ -425,6 +425,7 @@ pub async fn run_schedule(
     lab.gates.set_mode(Mode::Pass);
     lab.settle().await?;
     lab.gates.set_mode(Mode::Hold);
+    let _busy = lab.gates.busy();
     let (sender, mut answers) = mpsc::unbounded_channel();
     let mut tracker = Tracker::new(requests.len(), lab.config.blocked);
     for (index, request) in requests.iter().enumerate() {

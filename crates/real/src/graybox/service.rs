@@ -59,6 +59,9 @@ pub struct Service {
     pub starts: usize,
 }
 
+/// What the probe GETs until the service answers.
+const READY_PATH: &str = "/.well-known/retrylab-ready";
+
 /// SQLAlchemy (and what is built on it) refuses `postgres://`, the scheme the user's `--postgres` had: say how
 /// to give the service the one it takes, as the probe keeps the user's scheme.
 fn scheme_hint(tail: &str) -> &'static str {
@@ -115,7 +118,9 @@ impl Service {
     /// Poll the port until an HTTP request gets any answer, watching for an early exit.
     async fn wait_ready(&mut self) -> Result<(), ServiceError> {
         let started = Instant::now();
-        let probe = HttpRequest::get(&self.spec.url.path);
+        // A path no service serves: any answer (a 404) says it is up, and a GET of the checked path might run
+        // queries on a pooled connection while the probe is idle, which would teach that it carries no request.
+        let probe = HttpRequest::get(READY_PATH);
         loop {
             if let Some(status) = self.exited() {
                 self.child = None;
