@@ -427,6 +427,19 @@ fn the_fixed_redis_design_passes_every_check_and_its_mutant_is_caught() {
     assert_failures_replay(&mutant, &stores, &lines);
 }
 
+/// A mutant that pays twice both ways: after a crash and in some order of two requests; each failure replays.
+fn assert_pays_twice_after_a_crash_and_in_some_order(mutant: &Sample, stores: &Stores) {
+    let (code, lines) = probe(mutant, stores);
+    for check in ["crash-at-every-statement", "interleaved-same-key"] {
+        let line = result_of(&lines, check);
+        assert_eq!(line["result"], "fail", "the mutant must be caught: {line}");
+        let evidence = line["evidence"].as_str().unwrap_or_default();
+        assert!(evidence.starts_with("2 effects"), "{line}");
+    }
+    assert_eq!(code, 1, "exit 1 when a check fails");
+    assert_failures_replay(mutant, stores, &lines);
+}
+
 /// Debian's python3 with SQLAlchemy and psycopg2, or `None` after a `skipped:` line.
 fn sqlalchemy_ready() -> Option<()> {
     let import = Command::new(PYTHON)
@@ -464,20 +477,7 @@ fn the_orm_service_gets_a_verdict_from_every_check_and_its_mutant_is_caught() {
         "the jsonb replay differs in bytes, and that must be said: {lost}"
     );
     let mutant = Sample::orm(true);
-    let (code, lines) = probe(&mutant, &stores);
-    for check in ["crash-at-every-statement", "interleaved-same-key"] {
-        let line = result_of(&lines, check);
-        assert_eq!(line["result"], "fail", "the mutant must be caught: {line}");
-        assert!(
-            line["evidence"]
-                .as_str()
-                .unwrap_or_default()
-                .starts_with("2 effects"),
-            "{line}"
-        );
-    }
-    assert_eq!(code, 1, "exit 1 when a check fails");
-    assert_failures_replay(&mutant, &stores, &lines);
+    assert_pays_twice_after_a_crash_and_in_some_order(&mutant, &stores);
 }
 
 /// SQLAlchemy refuses `postgres://`: the probe keeps the user's scheme, so the service starts with
@@ -518,20 +518,7 @@ fn node_on_ioredis_gets_a_verdict_from_every_check_with_two_instances_and_its_mu
     let (code, lines) = probe(&fixed, &stores);
     assert_all_pass(fixed.name, code, &lines, false);
     let mutant = Sample::ioredis(true);
-    let (code, lines) = probe(&mutant, &stores);
-    for check in ["crash-at-every-statement", "interleaved-same-key"] {
-        let line = result_of(&lines, check);
-        assert_eq!(line["result"], "fail", "the mutant must be caught: {line}");
-        assert!(
-            line["evidence"]
-                .as_str()
-                .unwrap_or_default()
-                .starts_with("2 effects"),
-            "{line}"
-        );
-    }
-    assert_eq!(code, 1, "exit 1 when a check fails");
-    assert_failures_replay(&mutant, &stores, &lines);
+    assert_pays_twice_after_a_crash_and_in_some_order(&mutant, &stores);
 }
 
 /// One process on one shared Redis connection serialises its requests: `n/a`, saying to try two instances;

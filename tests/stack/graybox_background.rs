@@ -6,27 +6,10 @@
 //! schedules and crash points as without the heartbeat (8 and 4, tests/stack/graybox_blocking.rs derives the 8),
 //! and the broken ones are still caught.
 
+use crate::tiny_service::{servers, tiny, BIN, PYTHON};
 use retrylab::servers::postgres::TempPostgres;
 use serde_json::Value;
 use std::process::Command;
-
-const BIN: &str = env!("CARGO_BIN_EXE_retrylab");
-const PYTHON: &str = "/usr/bin/python3";
-
-fn tiny(file: &str) -> String {
-    format!("{}/tests/graybox_tiny/{file}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn servers() -> Option<TempPostgres> {
-    let python = Command::new(PYTHON)
-        .args(["-c", "import psycopg2"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !python {
-        retrylab::servers::missing("python3-psycopg2", "apt-get install -y python3-psycopg2")?;
-    }
-    TempPostgres::start()
-}
 
 /// Every check on `design`: the exit code and the result lines by check.
 fn probe(pg: &TempPostgres, design: &str) -> (Option<i32>, Vec<Value>) {

@@ -7,6 +7,7 @@
 //! backend is ended, so the restarted service gets the lock. Skipped with one line when PostgreSQL or
 //! /usr/bin/python3 with psycopg2 is missing (a failure under RETRYLAB_REQUIRE_SERVERS=1).
 
+use crate::tiny_service::{servers, tiny, BIN, PYTHON};
 use retrylab::graybox::backends::Backends;
 use retrylab::graybox::effects::{CountBy, Effects, ResetBy};
 use retrylab::graybox::lab::{EnvNames, Lab, LabConfig};
@@ -17,25 +18,6 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_retrylab");
-const PYTHON: &str = "/usr/bin/python3";
-
-fn tiny(file: &str) -> String {
-    format!("{}/tests/graybox_tiny/{file}", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// PostgreSQL and the service's Python, or None after one `skipped:` line.
-fn servers() -> Option<TempPostgres> {
-    let python = Command::new(PYTHON)
-        .args(["-c", "import psycopg2"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !python {
-        retrylab::servers::missing("python3-psycopg2", "apt-get install -y python3-psycopg2")?;
-    }
-    TempPostgres::start()
-}
 
 fn pg_url(pg: &TempPostgres) -> String {
     format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port)

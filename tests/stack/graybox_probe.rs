@@ -8,30 +8,12 @@
 //! refused before anything runs, and a service that exits early is exit 2 with its own output. Skipped with one
 //! line when PostgreSQL or /usr/bin/python3 with psycopg2 is missing (a failure under RETRYLAB_REQUIRE_SERVERS=1).
 
+use crate::tiny_service::{servers, tiny, BIN, PYTHON};
 use retrylab::servers::postgres::TempPostgres;
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_retrylab");
-const PYTHON: &str = "/usr/bin/python3";
-
-fn tiny(file: &str) -> String {
-    format!("{}/tests/graybox_tiny/{file}", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// PostgreSQL and the service's Python, or None after one `skipped:` line.
-fn servers() -> Option<TempPostgres> {
-    let python = Command::new(PYTHON)
-        .args(["-c", "import psycopg2"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !python {
-        retrylab::servers::missing("python3-psycopg2", "apt-get install -y python3-psycopg2")?;
-    }
-    TempPostgres::start()
-}
 
 /// `retrylab probe` against the tiny service in `design`, with JSON output and schedules in `dir`.
 fn probe(pg: &TempPostgres, design: &str, dir: &Path) -> Command {

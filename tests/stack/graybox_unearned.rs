@@ -5,27 +5,10 @@
 //! pass, and with `--strict` exit 1; the same design with its stores whole passes (the twin, in graybox_probe.rs:
 //! `the_one_transaction_twin_passes_every_check`). `--postgres auto` starts a throwaway server for one run.
 
+use crate::tiny_service::{servers, tiny, BIN, PYTHON};
 use retrylab::servers::postgres::TempPostgres;
 use serde_json::Value;
 use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_retrylab");
-const PYTHON: &str = "/usr/bin/python3";
-
-fn tiny(file: &str) -> String {
-    format!("{}/tests/graybox_tiny/{file}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn servers() -> Option<TempPostgres> {
-    let python = Command::new(PYTHON)
-        .args(["-c", "import psycopg2"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !python {
-        retrylab::servers::missing("python3-psycopg2", "apt-get install -y python3-psycopg2")?;
-    }
-    TempPostgres::start()
-}
 
 /// The probe of the one-transaction design with `exec_prefix` before its command, on `postgres`.
 fn probe(

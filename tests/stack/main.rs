@@ -29,3 +29,5 @@ mod probe_early_answer;
 mod serve_probe;
 #[cfg(all(feature = "cli", feature = "stack"))]
 mod server_limits;
+#[cfg(all(feature = "cli", feature = "stack"))]
+mod tiny_service;
