@@ -20,12 +20,13 @@
 //! at most one `Unsupported` or `UpstreamFailed`, then `Closed`. Ids start at 1. The mode starts as `Pass`.
 
 use super::background::Background;
+use super::bounds::{Budget, Charge, CONNECTIONS_MAX, EVENTS_MAX};
 use super::kind::Kind;
 use super::link;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -126,7 +127,7 @@ pub enum Decision {
 /// Both gates and the one event stream.
 pub struct Gates {
     shared: Arc<Shared>,
-    events: mpsc::UnboundedReceiver<Event>,
+    events: mpsc::Receiver<Event>,
     postgres: Option<SocketAddr>,
     redis: Option<SocketAddr>,
     listeners: Vec<tokio::task::JoinHandle<()>>,
@@ -138,7 +139,10 @@ pub(crate) struct Shared {
     boundaries: AtomicU64,
     hold: AtomicBool,
     held: Mutex<BTreeMap<BoundaryId, Held>>,
-    events: mpsc::UnboundedSender<Event>,
+    /// Bounded (`EVENTS_MAX`): a connection waits for room rather than drop an event or grow without end.
+    events: mpsc::Sender<Event>,
+    /// What the connections buffer from their services, all together.
+    budget: Arc<Budget>,
     /// Bumped by `close_all`: every connection open at that moment ends.
     epoch: watch::Sender<u64>,
     /// PostgreSQL StartupMessages seen so far: a connection whose TLS request was refused and that then closed
@@ -161,9 +165,14 @@ struct Held {
 }
 
 impl Shared {
-    pub(crate) fn emit(&self, event: Event) {
+    pub(crate) async fn emit(&self, event: Event) {
         // The receiver is gone only when the Gates are dropped: nobody to tell.
-        let _ = self.events.send(event);
+        let _ = self.events.send(event).await;
+    }
+
+    /// A new connection's part of the budget of buffered bytes.
+    pub(crate) fn budget(&self) -> Charge {
+        self.budget.charge()
     }
 
     pub(crate) fn next_boundary(&self) -> BoundaryId {
@@ -255,13 +264,14 @@ impl Gates {
         postgres_upstream: Option<SocketAddr>,
         redis_upstream: Option<SocketAddr>,
     ) -> std::io::Result<Gates> {
-        let (events, receiver) = mpsc::unbounded_channel();
+        let (events, receiver) = mpsc::channel(EVENTS_MAX);
         let shared = Arc::new(Shared {
             connections: AtomicU64::new(0),
             boundaries: AtomicU64::new(0),
             hold: AtomicBool::new(false),
             held: Mutex::new(BTreeMap::new()),
             events,
+            budget: Arc::new(Budget::default()),
             epoch: watch::Sender::new(0),
             startups: watch::Sender::new(0),
             backends: Mutex::new(BTreeMap::new()),
@@ -401,8 +411,32 @@ impl Drop for Busy {
     }
 }
 
+/// One open connection of a gate, counted until its task ends.
+struct Open(Arc<AtomicUsize>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A connection over `CONNECTIONS_MAX`: announced as any other, refused by name, closed.
+async fn refuse(shared: &Shared, wire: Wire, connection: ConnectionId) {
+    shared.emit(Event::Opened { connection, wire }).await;
+    let what = format!("more than {CONNECTIONS_MAX} simultaneous connections on the {wire:?} gate");
+    shared
+        .emit(Event::Unsupported {
+            connection,
+            wire,
+            what,
+        })
+        .await;
+    shared.emit(Event::Closed { connection }).await;
+}
+
 /// One gate's accept loop: each connection gets the next id and its own task.
 async fn accept(shared: Arc<Shared>, wire: Wire, listener: TcpListener, upstream: SocketAddr) {
+    let open = Arc::new(AtomicUsize::new(0));
     loop {
         let service = match listener.accept().await {
             Ok((service, _)) => service,
@@ -413,15 +447,19 @@ async fn accept(shared: Arc<Shared>, wire: Wire, listener: TcpListener, upstream
             }
         };
         let connection = shared.connections.fetch_add(1, Ordering::SeqCst) + 1;
+        if open.load(Ordering::SeqCst) >= CONNECTIONS_MAX {
+            drop(service);
+            refuse(&shared, wire, connection).await;
+            continue;
+        }
+        open.fetch_add(1, Ordering::SeqCst);
+        let counted = Open(Arc::clone(&open));
         let shutdown = shared.epoch.subscribe();
-        tokio::spawn(link::run(
-            Arc::clone(&shared),
-            wire,
-            connection,
-            service,
-            upstream,
-            shutdown,
-        ));
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            link::run(shared, wire, connection, service, upstream, shutdown).await;
+            drop(counted);
+        });
     }
 }
 
@@ -500,6 +538,68 @@ mod tests {
         let events = until_first_closed(&mut gates).await;
         assert_eq!(unsupported(&events), Vec::<&str>::new(), "{events:?}");
         drop(again);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_full_event_channel_makes_senders_wait_and_loses_nothing() {
+        let (_store, mut gates) = gates_over_a_silent_store().await;
+        let shared = Arc::clone(&gates.shared);
+        // Just under the bound: every event is taken at once.
+        for connection in 0..EVENTS_MAX as u64 {
+            shared.emit(Event::Closed { connection }).await;
+        }
+        // One more waits for room instead of being dropped.
+        let last = EVENTS_MAX as u64;
+        let waiting =
+            tokio::spawn(async move { shared.emit(Event::Closed { connection: last }).await });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!waiting.is_finished());
+        for connection in 0..=last {
+            let event = gates.next_event(Duration::from_secs(30)).await;
+            assert_eq!(event, Some(Event::Closed { connection }));
+        }
+        waiting.await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn connections_over_the_cap_are_refused_by_name() {
+        let (_store, mut gates) = gates_over_a_silent_store().await;
+        let gate = gates.postgres_address().unwrap();
+        let mut clients = Vec::new();
+        for _ in 0..CONNECTIONS_MAX {
+            clients.push(TcpStream::connect(gate).await.unwrap());
+        }
+        // Just at the cap: every connection is served, none refused.
+        let mut opened = 0;
+        while opened < CONNECTIONS_MAX {
+            let event = gates.next_event(Duration::from_secs(30)).await.unwrap();
+            assert!(matches!(event, Event::Opened { .. }), "{event:?}");
+            opened += 1;
+        }
+        let _over = TcpStream::connect(gate).await.unwrap();
+        let over = CONNECTIONS_MAX as u64 + 1;
+        let mut events = Vec::new();
+        for _ in 0..3 {
+            events.push(gates.next_event(Duration::from_secs(30)).await.unwrap());
+        }
+        let what =
+            format!("more than {CONNECTIONS_MAX} simultaneous connections on the Postgres gate");
+        assert_eq!(
+            events,
+            [
+                Event::Opened {
+                    connection: over,
+                    wire: Wire::Postgres
+                },
+                Event::Unsupported {
+                    connection: over,
+                    wire: Wire::Postgres,
+                    what
+                },
+                Event::Closed { connection: over },
+            ]
+        );
+        drop(clients);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

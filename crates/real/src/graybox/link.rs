@@ -4,6 +4,7 @@
 //! forwarded (so every boundary gets its `Answered`), and delivers them unless a withheld boundary's answer
 //! began, after which nothing more reaches the service on this connection.
 
+use super::bounds::{Charge, BUFFERED_BYTES_MAX};
 use super::gate::{Boundary, BoundaryId, ConnectionId, Decision, Event, Shared, Wire};
 use super::kind::Kind;
 use super::{pg_wire, resp};
@@ -109,6 +110,14 @@ impl Cutter {
         }
     }
 
+    /// What the frontend state buffers itself (a PostgreSQL group not complete yet).
+    fn pending_bytes(&self) -> usize {
+        match self {
+            Cutter::Pg(front) => front.pending_bytes(),
+            Cutter::Redis(_) => 0,
+        }
+    }
+
     fn at_close(&self) -> Option<String> {
         match self {
             Cutter::Pg(front) => front.at_close(),
@@ -171,16 +180,16 @@ impl Link {
         }
     }
 
-    fn expect(&mut self, tag: Tag, expect: Expect) -> Vec<(Tag, Option<String>)> {
+    fn expect(&mut self, tag: Tag, expect: Expect) -> Result<Vec<(Tag, Option<String>)>, String> {
         match (&mut self.tracker, expect) {
-            (Tracker::Pg(answers), Expect::Pg(end)) => answers
-                .expect(tag, end)
+            (Tracker::Pg(answers), Expect::Pg(end)) => Ok(answers
+                .expect(tag, end)?
                 .into_iter()
                 .map(|a| (a.tag, a.error))
-                .collect(),
+                .collect()),
             (Tracker::Redis(answers), _) => {
-                answers.expect(tag);
-                Vec::new()
+                answers.expect(tag)?;
+                Ok(Vec::new())
             }
             (Tracker::Pg(_), Expect::Reply) => {
                 unreachable!("a PostgreSQL unit always says how it ends")
@@ -222,7 +231,7 @@ pub(crate) async fn run(
     upstream: SocketAddr,
     mut shutdown: watch::Receiver<u64>,
 ) {
-    shared.emit(Event::Opened { connection, wire });
+    shared.emit(Event::Opened { connection, wire }).await;
     let end = tokio::select! {
         end = serve(&shared, wire, connection, service, upstream) => end,
         _ = shutdown.changed() => End::Shutdown,
@@ -230,20 +239,26 @@ pub(crate) async fn run(
     shared.forget_connection(connection);
     match end {
         End::ServiceClosed(Some(what)) | End::Unsupported(what) => {
-            shared.emit(Event::Unsupported {
-                connection,
-                wire,
-                what,
-            })
+            shared
+                .emit(Event::Unsupported {
+                    connection,
+                    wire,
+                    what,
+                })
+                .await
         }
-        End::UpstreamFailed(error) => shared.emit(Event::UpstreamFailed {
-            connection,
-            wire,
-            error,
-        }),
+        End::UpstreamFailed(error) => {
+            shared
+                .emit(Event::UpstreamFailed {
+                    connection,
+                    wire,
+                    error,
+                })
+                .await
+        }
         End::ServiceClosed(None) | End::StoreClosed | End::Shutdown => {}
     }
-    shared.emit(Event::Closed { connection });
+    shared.emit(Event::Closed { connection }).await;
 }
 
 async fn serve(
@@ -310,16 +325,23 @@ struct Incoming {
     read: OwnedReadHalf,
     buf: Vec<u8>,
     chunk: Vec<u8>,
+    /// What this connection buffers (`buf` and `group`), in the budget of all connections.
+    charge: Charge,
+    /// The bytes of a group the frontend state holds.
+    group: usize,
 }
 
 impl Incoming {
-    /// Read more; false when the service closed.
-    async fn more(&mut self) -> bool {
+    /// Read more. Err: the service closed (`ServiceClosed(None)`), or all connections buffer too much.
+    async fn more(&mut self) -> Result<(), End> {
         match self.read.read(&mut self.chunk).await {
-            Ok(0) | Err(_) => false,
+            Ok(0) | Err(_) => Err(End::ServiceClosed(None)),
             Ok(n) => {
                 self.buf.extend_from_slice(&self.chunk[..n]);
-                true
+                let bytes = self.buf.len() + self.group;
+                self.charge
+                    .set(bytes, BUFFERED_BYTES_MAX)
+                    .map_err(End::Unsupported)
             }
         }
     }
@@ -336,6 +358,8 @@ impl Front<'_> {
             read: service,
             buf: Vec::new(),
             chunk: vec![0u8; READ_BYTES],
+            charge: self.shared.budget(),
+            group: 0,
         };
         // The gate's startup count when this connection's TLS request was refused.
         let mut refused_at = None;
@@ -364,8 +388,11 @@ impl Front<'_> {
                 }
             }
             incoming.buf.drain(..used);
-            if !incoming.more().await {
-                return self.closed(&cutter, refused_at).await;
+            incoming.group = cutter.pending_bytes();
+            match incoming.more().await {
+                Ok(()) => {}
+                Err(End::ServiceClosed(None)) => return self.closed(&cutter, refused_at).await,
+                Err(end) => return end,
             }
         }
     }
@@ -402,7 +429,8 @@ impl Front<'_> {
                         withheld: false,
                     },
                     expect,
-                );
+                )
+                .await?;
                 bytes
             }
             Unit::Boundary {
@@ -420,7 +448,8 @@ impl Front<'_> {
                         withheld,
                     },
                     expect,
-                );
+                )
+                .await?;
                 bytes
             }
             Unit::Last(bytes) => {
@@ -453,27 +482,33 @@ impl Front<'_> {
         // Learnt (and counted) whatever the mode: a heartbeat between schedules teaches it.
         let background = self.shared.background(self.connection, kind);
         if kind.passes() || background || !self.shared.holding() {
-            self.shared.emit(Event::Boundary {
-                boundary,
-                held: false,
-            });
+            self.shared
+                .emit(Event::Boundary {
+                    boundary,
+                    held: false,
+                })
+                .await;
             return Ok((id, Decision::Release));
         }
         // Registered before it is announced, so a decision taken on the event always finds it.
         let decision = self.shared.hold(id, self.connection);
-        self.shared.emit(Event::Boundary {
-            boundary,
-            held: true,
-        });
+        self.shared
+            .emit(Event::Boundary {
+                boundary,
+                held: true,
+            })
+            .await;
         let decision = wait(decision, incoming).await?;
         Ok((id, decision))
     }
 
-    fn expect(&self, tag: Tag, expect: Expect) {
+    /// Err: the connection waits for too many answers already.
+    async fn expect(&self, tag: Tag, expect: Expect) -> Result<(), End> {
         let done = self.link.lock().expect("link lock").expect(tag, expect);
-        for (tag, error) in done {
-            answered(self.shared, tag, error);
+        for (tag, error) in done.map_err(End::Unsupported)? {
+            answered(self.shared, tag, error).await;
         }
+        Ok(())
     }
 }
 
@@ -486,17 +521,15 @@ async fn wait(
     while incoming.buf.len() < HELD_READ_BYTES_MAX {
         tokio::select! {
             decided = &mut decision => return decided.map_err(|_| End::Shutdown),
-            more = incoming.more() => if !more {
-                return Err(End::ServiceClosed(None));
-            },
+            more = incoming.more() => more?,
         }
     }
     decision.await.map_err(|_| End::Shutdown)
 }
 
-fn answered(shared: &Shared, tag: Tag, error: Option<String>) {
+async fn answered(shared: &Shared, tag: Tag, error: Option<String>) {
     if let Some(id) = tag.boundary {
-        shared.emit(Event::Answered { id, error });
+        shared.emit(Event::Answered { id, error }).await;
     }
 }
 
@@ -514,6 +547,8 @@ async fn back(
     loop {
         let mut used = 0;
         let mut out = Vec::new();
+        // Announced once the link's lock is released (announcing may wait for the controller).
+        let mut done_all = Vec::new();
         {
             let mut link = link.lock().expect("link lock");
             loop {
@@ -524,9 +559,7 @@ async fn back(
                             out.extend_from_slice(&buf[used..used + len]);
                         }
                         used += len;
-                        for (tag, error) in done {
-                            answered(shared, tag, error);
-                        }
+                        done_all.extend(done);
                     }
                     Err(what) => return End::Unsupported(what),
                 }
@@ -537,6 +570,9 @@ async fn back(
                 shared.note_backend(connection, pid);
                 backend_noted = true;
             }
+        }
+        for (tag, error) in done_all {
+            answered(shared, tag, error).await;
         }
         buf.drain(..used);
         if !out.is_empty() && service.lock().await.write_all(&out).await.is_err() {
@@ -567,9 +603,9 @@ mod tests {
             tracker: Tracker::Redis(resp::Answers::default()),
             muted: false,
         };
-        link.expect(tag(1, false), Expect::Reply);
-        link.expect(tag(2, true), Expect::Reply);
-        link.expect(tag(3, false), Expect::Reply);
+        link.expect(tag(1, false), Expect::Reply).unwrap();
+        link.expect(tag(2, true), Expect::Reply).unwrap();
+        link.expect(tag(3, false), Expect::Reply).unwrap();
         let delivered = |link: &mut Link, frame: &[u8]| {
             let (len, done, deliver) = link.on_store(frame).unwrap().unwrap();
             assert_eq!(len, frame.len());
@@ -600,7 +636,8 @@ mod tests {
         assert!(link.on_store(b"R\0\0\0\x08\0\0\0\0").unwrap().unwrap().2);
         assert!(link.on_store(b"Z\0\0\0\x05I").unwrap().unwrap().2);
         assert!(link.ready());
-        link.expect(tag(1, false), Expect::Pg(pg_wire::GroupEnd::Ready));
+        link.expect(tag(1, false), Expect::Pg(pg_wire::GroupEnd::Ready))
+            .unwrap();
         let (_, done, deliver) = link.on_store(b"Z\0\0\0\x05I").unwrap().unwrap();
         assert_eq!((done, deliver), (vec![(tag(1, false), None)], true));
         assert_eq!(link.on_store(b"Z\0\0"), Ok(None));

@@ -5,7 +5,7 @@
 //!   the service and its real stores, record each boundary's normalised text and connection, and hold, release
 //!   or withhold the answer of each one as the controller decides.
 //! - [`pg_wire`] (the service's side) and [`pg_answers`] (the store's), [`resp`]: the two protocols' framing, by
-//!   hand; [`normalise`]: literals replaced, and [`sql_names`]: meaningless names (savepoints, prepared
+//!   hand, each bounded ([`bounds`]: what accumulates across messages and connections); [`normalise`]: literals replaced, and [`sql_names`]: meaningless names (savepoints, prepared
 //!   statements, thread ids). `link` forwards one connection with them.
 //! - [`kind`]: what a boundary is (a step of the request, a session setting, housekeeping), decided by
 //!   [`pg_classify`] and [`resp_classify`]; [`protocol`]: what the controller asks of each protocol.
@@ -19,9 +19,12 @@
 
 pub mod backends;
 pub mod background;
+pub mod bounds;
 pub mod checks;
 pub mod effects;
 pub mod explore;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod gate;
 pub mod kind;
 pub mod lab;

@@ -4,6 +4,7 @@
 //! Flush groups sent meanwhile get no answer at all). Notices, parameter statuses and notifications answer
 //! nothing. COPY responses are refused by name: the gate would have to frame a second protocol.
 
+use super::bounds::ANSWERS_WAITING_MAX;
 use super::pg_wire::{cstring, GroupEnd};
 use std::collections::VecDeque;
 
@@ -82,8 +83,14 @@ impl<T> Answers<T> {
         self.queue.front().map(|w| &w.tag)
     }
 
-    /// A group was forwarded. A Flush group sent while the store skips until a Sync is answered at once.
-    pub fn expect(&mut self, tag: T, end: GroupEnd) -> Vec<Answered<T>> {
+    /// A group was forwarded. A Flush group sent while the store skips until a Sync is answered at once. Err:
+    /// too many groups wait already (the service sends on and never reads), by name.
+    pub fn expect(&mut self, tag: T, end: GroupEnd) -> Result<Vec<Answered<T>>, String> {
+        if self.queue.len() >= ANSWERS_WAITING_MAX {
+            return Err(format!(
+                "more than {ANSWERS_WAITING_MAX} PostgreSQL groups waiting for their answers on one connection"
+            ));
+        }
         self.queue.push_back(Waiting {
             tag,
             end,
@@ -92,7 +99,7 @@ impl<T> Answers<T> {
         });
         let mut done = Vec::new();
         self.drain_settled(&mut done);
-        done
+        Ok(done)
     }
 
     /// One message from the store (type and body): the groups it answered. Err: unsupported, by name.
@@ -190,7 +197,7 @@ mod tests {
         answers.on_message(b'Z', b"I").unwrap();
         assert!(answers.ready());
         // A Query: answered at its ReadyForQuery, with the error it got.
-        answers.expect(1, GroupEnd::Ready);
+        answers.expect(1, GroupEnd::Ready).unwrap();
         assert!(answers
             .on_message(b'E', &error_body("boom"))
             .unwrap()
@@ -204,9 +211,9 @@ mod tests {
             }]
         );
         // Flush groups: answered by their responses; an error answers one and the next Flush at once.
-        answers.expect(2, GroupEnd::Responses(2));
-        answers.expect(3, GroupEnd::Responses(1));
-        answers.expect(4, GroupEnd::Ready);
+        answers.expect(2, GroupEnd::Responses(2)).unwrap();
+        answers.expect(3, GroupEnd::Responses(1)).unwrap();
+        answers.expect(4, GroupEnd::Ready).unwrap();
         assert!(answers.on_message(b'1', b"").unwrap().is_empty());
         let done = answers.on_message(b'E', &error_body("bad")).unwrap();
         assert_eq!(
@@ -231,7 +238,7 @@ mod tests {
         );
         // A lone Flush is answered when it is sent.
         assert_eq!(
-            answers.expect(5, GroupEnd::Responses(0)),
+            answers.expect(5, GroupEnd::Responses(0)).unwrap(),
             [Answered {
                 tag: 5,
                 error: None
@@ -241,5 +248,22 @@ mod tests {
             answers.on_message(b'G', b"").unwrap_err(),
             "COPY FROM STDIN (CopyInResponse)"
         );
+    }
+
+    #[test]
+    fn groups_waiting_for_their_answers_are_bounded_per_connection() {
+        let mut answers: Answers<usize> = Answers::default();
+        for tag in 0..ANSWERS_WAITING_MAX {
+            assert!(answers.expect(tag, GroupEnd::Ready).is_ok());
+        }
+        assert_eq!(
+            answers.expect(0, GroupEnd::Ready).unwrap_err(),
+            format!(
+                "more than {ANSWERS_WAITING_MAX} PostgreSQL groups waiting for their answers on one connection"
+            )
+        );
+        // One answered: room for one more.
+        assert_eq!(answers.on_message(b'Z', b"I").unwrap().len(), 1);
+        assert!(answers.expect(0, GroupEnd::Ready).is_ok());
     }
 }

@@ -9,10 +9,12 @@
 //! Backend ([`Answers`]): a Query or Sync group is answered at its ReadyForQuery; a Flush group when each of its
 //! messages got its response, or at an ErrorResponse (after which the store skips everything until a Sync).
 
+use super::bounds::{GROUP_MESSAGES_MAX, GROUP_TEXT_BYTES_MAX, STATEMENT_TEXT_BYTES_MAX};
 use super::kind::Kind;
 use super::normalise;
 use super::pg_classify::Classifier;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The largest message either side may send (a bigger one closes the connection as unsupported).
 pub const MESSAGE_BYTES_MAX: usize = 64 << 20;
@@ -61,6 +63,22 @@ pub(super) fn cstring(body: &[u8], at: usize) -> Option<(String, usize)> {
         String::from_utf8_lossy(&rest[..end]).into_owned(),
         at + end + 1,
     ))
+}
+
+/// Field `what` of message `message`, a null-terminated string at `at`. Err: the message is malformed, by name
+/// (an empty text in its place would make two different statements one boundary).
+fn field(body: &[u8], at: usize, message: &str, what: &str) -> Result<(String, usize), String> {
+    cstring(body, at).ok_or_else(|| format!("{message} message without a null-terminated {what}"))
+}
+
+/// Whether a Describe or Close names a statement (`S`) or a portal (`P`). Err: neither, by name.
+fn target(body: &[u8], message: &str) -> Result<bool, String> {
+    match body.first() {
+        Some(b'S') => Ok(true),
+        Some(b'P') => Ok(false),
+        Some(other) => Err(format!("{message} of type '{}'", other.escape_ascii())),
+        None => Err(format!("{message} message without its type")),
+    }
 }
 
 /// How a forwarded group is answered.
@@ -113,14 +131,19 @@ enum Phase {
 pub struct Front {
     phase: Phase,
     tls_refused: bool,
-    /// Prepared statement name ("" the unnamed one) -> its normalised text.
-    statements: BTreeMap<String, String>,
+    /// Prepared statement name ("" the unnamed one) -> its normalised text. Shared (`Arc`): portals and every
+    /// Execute of a group refer to it, and a few wire bytes must not cost a whole text each.
+    statements: BTreeMap<String, Arc<str>>,
+    /// The size of the texts in `statements`, against `STATEMENT_TEXT_BYTES_MAX`.
+    statement_bytes: usize,
     /// Portal name -> the normalised text of the statement it was bound to.
-    portals: BTreeMap<String, String>,
+    portals: BTreeMap<String, Arc<str>>,
     pending: Vec<u8>,
     /// Texts of the pending group's Executes (or Parses, for a group that executes nothing).
-    executed: Vec<String>,
-    parsed: Vec<String>,
+    executed: Vec<Arc<str>>,
+    parsed: Vec<Arc<str>>,
+    /// The size of the texts in `executed` and `parsed`, against `GROUP_TEXT_BYTES_MAX`.
+    group_text_bytes: usize,
     kinds: Vec<&'static str>,
     responses: u32,
     /// The connection's transaction state, for what its statements are (`pg_classify`).
@@ -133,10 +156,12 @@ impl Default for Front {
             phase: Phase::Startup,
             tls_refused: false,
             statements: BTreeMap::new(),
+            statement_bytes: 0,
             portals: BTreeMap::new(),
             pending: Vec::new(),
             executed: Vec::new(),
             parsed: Vec::new(),
+            group_text_bytes: 0,
             kinds: Vec::new(),
             responses: 0,
             classifier: Classifier::default(),
@@ -169,6 +194,11 @@ impl Front {
     /// Whether the StartupMessage was seen (a cancel request's connection never starts).
     pub fn started(&self) -> bool {
         self.phase == Phase::Session
+    }
+
+    /// The bytes of the group not complete yet (they are buffered here, not in the connection).
+    pub fn pending_bytes(&self) -> usize {
+        self.pending.len()
     }
 
     /// What to report when the service closed: a refused TLS request followed by nothing is a TLS requirement.
@@ -204,14 +234,19 @@ impl Front {
         if self.pending.len() + msg.len() > GROUP_BYTES_MAX {
             return Err(format!("a group of more than {GROUP_BYTES_MAX} bytes"));
         }
+        if self.kinds.len() >= GROUP_MESSAGES_MAX {
+            return Err(format!(
+                "a group of more than {GROUP_MESSAGES_MAX} messages before a Sync"
+            ));
+        }
         let body = &msg[5..];
         match tag {
             b'X' => return Ok(FrontStep::Last(msg.to_vec())),
             b'P' => self.parse(body)?,
             b'B' => self.bind(body)?,
-            b'D' => self.describe(body),
-            b'E' => self.execute(body),
-            b'C' => self.close(body),
+            b'D' => self.describe(body)?,
+            b'E' => self.execute(body)?,
+            b'C' => self.close(body)?,
             b'S' => self.kinds.push("Sync"),
             b'H' => self.kinds.push("Flush"),
             b'Q' => {}
@@ -225,8 +260,8 @@ impl Front {
         self.pending.extend_from_slice(msg);
         match tag {
             b'Q' => {
-                let text = normalise::sql(&cstring(body, 0).map(|(s, _)| s).unwrap_or_default());
-                self.executed.push(text);
+                let (query, _) = field(body, 0, "Query", "query string")?;
+                self.run_text(normalise::sql(&query).into(), true)?;
                 Ok(FrontStep::Group(self.finish(GroupEnd::Ready, true)))
             }
             b'S' => Ok(FrontStep::Group(self.finish(GroupEnd::Ready, false))),
@@ -238,16 +273,42 @@ impl Front {
         }
     }
 
+    /// A text the pending group runs (`executed`) or only parses. Err: the group's texts are over their bound.
+    fn run_text(&mut self, text: Arc<str>, executed: bool) -> Result<(), String> {
+        self.group_text_bytes += text.len();
+        if self.group_text_bytes > GROUP_TEXT_BYTES_MAX {
+            return Err(format!(
+                "statement texts over {} MiB in one group before a Sync",
+                GROUP_TEXT_BYTES_MAX >> 20
+            ));
+        }
+        if executed {
+            self.executed.push(text);
+        } else {
+            self.parsed.push(text);
+        }
+        Ok(())
+    }
+
     fn parse(&mut self, body: &[u8]) -> Result<(), String> {
-        let (name, at) = cstring(body, 0).unwrap_or_default();
+        let (name, at) = field(body, 0, "Parse", "statement name")?;
         if self.statements.len() >= STATEMENTS_MAX && !self.statements.contains_key(&name) {
             return Err(format!(
                 "more than {STATEMENTS_MAX} prepared statements on one connection"
             ));
         }
-        let query = cstring(body, at).map(|(q, _)| q).unwrap_or_default();
-        let text = normalise::sql(&query);
-        self.parsed.push(text.clone());
+        let (query, _) = field(body, at, "Parse", "query string")?;
+        let text: Arc<str> = normalise::sql(&query).into();
+        let replaced = self.statements.get(&name).map_or(0, |old| old.len());
+        let bytes = self.statement_bytes - replaced + text.len();
+        if bytes > STATEMENT_TEXT_BYTES_MAX {
+            return Err(format!(
+                "prepared statement texts over {} MiB on one connection",
+                STATEMENT_TEXT_BYTES_MAX >> 20
+            ));
+        }
+        self.run_text(Arc::clone(&text), false)?;
+        self.statement_bytes = bytes;
         self.statements.insert(name, text);
         self.kinds.push("Parse");
         self.responses += 1;
@@ -255,13 +316,13 @@ impl Front {
     }
 
     fn bind(&mut self, body: &[u8]) -> Result<(), String> {
-        let (portal, at) = cstring(body, 0).unwrap_or_default();
+        let (portal, at) = field(body, 0, "Bind", "portal name")?;
         if self.portals.len() >= STATEMENTS_MAX && !self.portals.contains_key(&portal) {
             return Err(format!(
                 "more than {STATEMENTS_MAX} portals on one connection"
             ));
         }
-        let statement = cstring(body, at).map(|(s, _)| s).unwrap_or_default();
+        let (statement, _) = field(body, at, "Bind", "statement name")?;
         let text = self
             .statements
             .get(&statement)
@@ -273,32 +334,39 @@ impl Front {
         Ok(())
     }
 
-    fn describe(&mut self, body: &[u8]) {
+    fn describe(&mut self, body: &[u8]) -> Result<(), String> {
         // A statement gets ParameterDescription then RowDescription or NoData; a portal the latter only.
-        self.responses += if body.first() == Some(&b'S') { 2 } else { 1 };
+        self.responses += if target(body, "Describe")? { 2 } else { 1 };
         self.kinds.push("Describe");
+        Ok(())
     }
 
-    fn execute(&mut self, body: &[u8]) {
-        let portal = cstring(body, 0).map(|(p, _)| p).unwrap_or_default();
+    fn execute(&mut self, body: &[u8]) -> Result<(), String> {
+        let (portal, _) = field(body, 0, "Execute", "portal name")?;
         let text = self
             .portals
             .get(&portal)
             .cloned()
             .unwrap_or_else(|| unknown("portal", &portal));
-        self.executed.push(text);
+        self.run_text(text, true)?;
         self.kinds.push("Execute");
         self.responses += 1;
+        Ok(())
     }
 
-    fn close(&mut self, body: &[u8]) {
-        let name = cstring(body, 1).map(|(n, _)| n).unwrap_or_default();
-        match body.first() {
-            Some(b'S') => self.statements.remove(&name),
-            _ => self.portals.remove(&name),
-        };
+    fn close(&mut self, body: &[u8]) -> Result<(), String> {
+        let statement = target(body, "Close")?;
+        let (name, _) = field(body, 1, "Close", "name")?;
+        if statement {
+            if let Some(text) = self.statements.remove(&name) {
+                self.statement_bytes -= text.len();
+            }
+        } else {
+            self.portals.remove(&name);
+        }
         self.kinds.push("Close");
         self.responses += 1;
+        Ok(())
     }
 
     /// The pending group as a boundary; a group that runs nothing (Parse/Describe/Close only) is a session one,
@@ -326,6 +394,7 @@ impl Front {
         };
         self.executed.clear();
         self.parsed.clear();
+        self.group_text_bytes = 0;
         self.kinds.clear();
         self.responses = 0;
         group
@@ -333,14 +402,14 @@ impl Front {
 
     /// The text a statement name resolves to (test and diagnostics).
     pub fn statement_text(&self, name: &str) -> Option<&str> {
-        self.statements.get(name).map(String::as_str)
+        self.statements.get(name).map(|text| &**text)
     }
 }
 
 /// The text of a statement or portal the gate never saw parsed. Without its name: names differ between runs
 /// (`S_3`, `__asyncpg_stmt_12__`) and texts are compared across runs.
-fn unknown(what: &str, _name: &str) -> String {
-    format!("<unknown {what}>")
+fn unknown(what: &str, _name: &str) -> Arc<str> {
+    format!("<unknown {what}>").into()
 }
 
 /// The value of a StartupMessage parameter.
@@ -523,6 +592,117 @@ pub(crate) mod tests {
         assert_eq!(
             error,
             format!("more than {STATEMENTS_MAX} prepared statements on one connection")
+        );
+    }
+
+    fn started() -> Front {
+        let mut front = Front::default();
+        feed(&mut front, &startup(&["user", "u"]), 100, false);
+        front
+    }
+
+    /// A statement text of exactly `bytes` once normalised (no literals, one identifier).
+    fn text_of(bytes: usize) -> String {
+        let text = format!("SELECT {}", "a".repeat(bytes - 7));
+        assert_eq!(normalise::sql(&text).len(), bytes);
+        text
+    }
+
+    #[test]
+    fn prepared_statement_texts_are_bounded_in_size_per_connection() {
+        let mut front = started();
+        let mib = text_of(1 << 20);
+        let sync = message(b'S', b"");
+        for index in 0..STATEMENT_TEXT_BYTES_MAX >> 20 {
+            assert!(front.cut(&parse(&format!("s{index}"), &mib), true).is_ok());
+            assert!(front.cut(&sync, true).is_ok());
+        }
+        // At the bound: parsed again under a name it holds costs nothing more; a new text is refused by name.
+        assert!(front.cut(&parse("s0", &mib), true).is_ok());
+        let error = front.cut(&parse("one_more", "SELECT 1"), true).unwrap_err();
+        assert_eq!(
+            error,
+            "prepared statement texts over 16 MiB on one connection"
+        );
+        // Closed, a statement gives its room back.
+        assert!(front.cut(&message(b'C', b"Ss3\0"), true).is_ok());
+        assert!(front.cut(&parse("one_more", "SELECT 1"), true).is_ok());
+    }
+
+    #[test]
+    fn the_texts_of_one_group_are_bounded_though_executes_are_small() {
+        // A statement of 64 KiB executed again and again before a Sync: a few bytes each on the wire.
+        let mut front = started();
+        let mut bytes = parse("s", &text_of(64 << 10));
+        bytes.extend(message(b'S', b""));
+        bytes.extend(bind("", "s"));
+        feed(&mut front, &bytes, 1 << 20, true);
+        let runs = GROUP_TEXT_BYTES_MAX / (64 << 10);
+        for _ in 0..runs {
+            assert!(front.cut(&execute(""), true).is_ok());
+        }
+        let error = front.cut(&execute(""), true).unwrap_err();
+        assert_eq!(
+            error,
+            "statement texts over 16 MiB in one group before a Sync"
+        );
+        // Just under, the group ends as one boundary whose text repeats the statement.
+        let mut front = started();
+        feed(&mut front, &bytes, 1 << 20, true);
+        for _ in 0..runs {
+            front.cut(&execute(""), true).unwrap();
+        }
+        let Some((_, FrontStep::Group(group))) = front.cut(&message(b'S', b""), true).unwrap()
+        else {
+            panic!("no group at the Sync");
+        };
+        assert_eq!(group.text.len(), GROUP_TEXT_BYTES_MAX + 2 * (runs - 1));
+    }
+
+    #[test]
+    fn the_messages_of_one_group_are_bounded() {
+        let mut front = started();
+        let describe = message(b'D', b"P\0");
+        for _ in 0..GROUP_MESSAGES_MAX {
+            assert_eq!(
+                front.cut(&describe, true).unwrap().unwrap().1,
+                FrontStep::Pending
+            );
+        }
+        assert_eq!(
+            front.cut(&describe, true).unwrap_err(),
+            format!("a group of more than {GROUP_MESSAGES_MAX} messages before a Sync")
+        );
+    }
+
+    #[test]
+    fn malformed_fields_are_refused_by_message_never_read_as_empty() {
+        let mut front = started();
+        assert_eq!(
+            front.cut(&message(b'Q', b"SELECT 1"), true).unwrap_err(),
+            "Query message without a null-terminated query string"
+        );
+        assert_eq!(
+            front
+                .cut(&message(b'P', b"s1\0SELECT 1"), true)
+                .unwrap_err(),
+            "Parse message without a null-terminated query string"
+        );
+        assert_eq!(
+            front.cut(&message(b'B', b"\0s1"), true).unwrap_err(),
+            "Bind message without a null-terminated statement name"
+        );
+        assert_eq!(
+            front.cut(&message(b'E', b""), true).unwrap_err(),
+            "Execute message without a null-terminated portal name"
+        );
+        assert_eq!(
+            front.cut(&message(b'D', b"X\0"), true).unwrap_err(),
+            "Describe of type 'X'"
+        );
+        assert_eq!(
+            front.cut(&message(b'C', b""), true).unwrap_err(),
+            "Close message without its type"
         );
     }
 

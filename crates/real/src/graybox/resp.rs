@@ -4,6 +4,7 @@
 //! boundaries. One command is one boundary, answered by its one reply; `MULTI` and the commands it queues pass
 //! straight through (they do nothing until `EXEC`), and `EXEC` (or `DISCARD`) is the boundary of the block.
 
+use super::bounds::{ANSWERS_WAITING_MAX, FRAME_BYTES_MAX};
 use super::kind::Kind;
 use super::{normalise, resp_classify};
 use std::collections::VecDeque;
@@ -31,16 +32,31 @@ const UNSUPPORTED: [&str; 6] = [
 fn line(buf: &[u8], at: usize) -> Result<Option<(&[u8], usize)>, String> {
     let rest = &buf[at.min(buf.len())..];
     match rest.iter().position(|&b| b == b'\n') {
-        Some(end) if end > LINE_BYTES_MAX => Err(format!("a line of {end} bytes")),
+        // The same error whether the line's end already arrived or not: reads may split it anywhere.
+        Some(end) if end > LINE_BYTES_MAX => Err(long_line()),
         Some(end) => Ok(Some((
             rest[..end].strip_suffix(b"\r").unwrap_or(&rest[..end]),
             at + end + 1,
         ))),
-        None if rest.len() > LINE_BYTES_MAX => {
-            Err(format!("a line of more than {LINE_BYTES_MAX} bytes"))
-        }
+        None if rest.len() > LINE_BYTES_MAX => Err(long_line()),
         None => Ok(None),
     }
+}
+
+fn long_line() -> String {
+    format!("a RESP line of more than {LINE_BYTES_MAX} bytes")
+}
+
+/// Err when a frame reaching `end` would be over `FRAME_BYTES_MAX` (checked on the lengths it claims, before
+/// its bytes are waited for).
+fn within_frame(end: usize) -> Result<(), String> {
+    if end > FRAME_BYTES_MAX {
+        return Err(format!(
+            "a RESP frame of more than {} MiB",
+            FRAME_BYTES_MAX >> 20
+        ));
+    }
+    Ok(())
 }
 
 fn number(text: &[u8], what: &str) -> Result<i64, String> {
@@ -60,6 +76,7 @@ pub fn cut_frame(buf: &[u8]) -> Result<Option<usize>, String> {
             return Ok(None);
         };
         let (&kind, rest) = head.split_first().ok_or("an empty RESP line")?;
+        within_frame(next)?;
         at = next;
         match kind {
             b'+' | b'-' | b':' | b'_' | b'#' | b',' | b'(' => remaining -= 1,
@@ -74,8 +91,12 @@ pub fn cut_frame(buf: &[u8]) -> Result<Option<usize>, String> {
                     if len > BULK_BYTES_MAX {
                         return Err(format!("a bulk string of {len} bytes"));
                     }
+                    within_frame(at + len + 2)?;
                     if buf.len() < at + len + 2 {
                         return Ok(None);
+                    }
+                    if &buf[at + len..at + len + 2] != b"\r\n" {
+                        return Err(format!("a bulk string of {len} bytes not ended by CRLF"));
                     }
                     at += len + 2;
                 }
@@ -155,19 +176,34 @@ pub fn cut_command(buf: &[u8]) -> Result<Option<(Args, usize)>, String> {
     let Some(len) = cut_frame(buf)? else {
         return Ok(None);
     };
-    let (head, mut at) = line(buf, 0)?.ok_or("an incomplete command")?;
+    Ok(Some((arguments(&buf[..len])?, len)))
+}
+
+/// The arguments of a whole array frame (`cut_frame` checked its lengths): each must be a bulk string, and the
+/// walk never reads past the frame whatever it claims.
+fn arguments(frame: &[u8]) -> Result<Args, String> {
+    let (head, mut at) = line(frame, 0)?.ok_or("an incomplete command")?;
     let count = number(&head[1..], "command length")?.max(0) as usize;
+    // Not `count`: a claimed length costs nothing until its bytes arrive.
     let mut args = Vec::with_capacity(count.min(64));
-    for _ in 0..count {
-        let (arg_head, next) = line(buf, at)?.ok_or("an incomplete argument")?;
+    for index in 0..count {
+        let (arg_head, next) = line(frame, at)?.ok_or("an incomplete command argument")?;
+        let refused = |what: &str| format!("command argument {} {what}", index + 1);
         if arg_head.first() != Some(&b'$') {
-            return Err("a command argument that is not a bulk string".into());
+            return Err(refused(&format!(
+                "is not a bulk string ('{}')",
+                arg_head.escape_ascii()
+            )));
         }
-        let arg_len = number(&arg_head[1..], "argument length")?.max(0) as usize;
-        args.push(buf[next..next + arg_len].to_vec());
+        let arg_len = number(&arg_head[1..], "argument length")?;
+        let arg_len = usize::try_from(arg_len).map_err(|_| refused("is a null bulk string"))?;
+        let arg = frame
+            .get(next..next + arg_len)
+            .ok_or_else(|| refused("is cut short"))?;
+        args.push(arg.to_vec());
         at = next + arg_len + 2;
     }
-    Ok(Some((args, len)))
+    Ok(args)
 }
 
 /// What a command makes the gate do.
@@ -233,8 +269,16 @@ impl<T> Default for Answers<T> {
 }
 
 impl<T> Answers<T> {
-    pub fn expect(&mut self, tag: T) {
+    /// A command was forwarded. Err: too many wait for their replies already (the service pipelines and never
+    /// reads), by name.
+    pub fn expect(&mut self, tag: T) -> Result<(), String> {
+        if self.queue.len() >= ANSWERS_WAITING_MAX {
+            return Err(format!(
+                "more than {ANSWERS_WAITING_MAX} Redis commands waiting for their replies on one connection"
+            ));
+        }
         self.queue.push_back(tag);
+        Ok(())
     }
 
     pub fn head(&self) -> Option<&T> {
@@ -301,6 +345,60 @@ mod tests {
     }
 
     #[test]
+    fn a_command_argument_that_is_no_bulk_string_is_refused_by_name() {
+        // Once cut whole, its arguments were read at the lengths they claim: a null one made the next start
+        // inside a simple string, whose `$99999` was then sliced past the frame (a panic of the connection).
+        assert_eq!(
+            cut_command(b"*2\r\n$-1\r\n+x$99999\r\n"),
+            Err("command argument 1 is a null bulk string".into())
+        );
+        assert_eq!(
+            cut_command(b"*2\r\n$1\r\nx\r\n+x$99999\r\n"),
+            Err("command argument 2 is not a bulk string ('+x$99999')".into())
+        );
+        assert_eq!(
+            cut_frame(b"$3\r\nabcde\r\n"),
+            Err("a bulk string of 3 bytes not ended by CRLF".into())
+        );
+    }
+
+    #[test]
+    fn a_frame_is_bounded_in_total_before_its_bytes_arrive() {
+        // Two bulk strings, each under its own bound, the second claiming to end exactly at the frame's bound.
+        let first = 32 << 20;
+        let mut head = format!("*2\r\n${first}\r\n").into_bytes();
+        head.resize(head.len() + first, b'x');
+        head.extend(b"\r\n");
+        let second = |len: usize| [&head[..], format!("${len}\r\n").as_bytes()].concat();
+        // Where the second string's bytes start (its length has as many digits either way).
+        let at = second(FRAME_BYTES_MAX - first).len();
+        let fits = FRAME_BYTES_MAX - at - 2;
+        assert_eq!(second(fits).len() + fits + 2, FRAME_BYTES_MAX);
+        assert_eq!(cut_frame(&second(fits)), Ok(None));
+        let over = second(fits + 1);
+        assert_eq!(
+            cut_frame(&over),
+            Err("a RESP frame of more than 64 MiB".into())
+        );
+    }
+
+    #[test]
+    fn replies_waited_for_are_bounded_per_connection() {
+        let mut answers: Answers<usize> = Answers::default();
+        for tag in 0..ANSWERS_WAITING_MAX {
+            assert!(answers.expect(tag).is_ok());
+        }
+        assert_eq!(
+            answers.expect(0).unwrap_err(),
+            format!(
+                "more than {ANSWERS_WAITING_MAX} Redis commands waiting for their replies on one connection"
+            )
+        );
+        assert_eq!(answers.on_frame(b"+OK\r\n"), Ok(Some((0, None))));
+        assert!(answers.expect(0).is_ok());
+    }
+
+    #[test]
     fn replies_carry_their_errors_and_pushes_are_not_replies() {
         assert_eq!(reply_error(b"-ERR no\r\n"), Ok(Some(Some("ERR no".into()))));
         assert_eq!(reply_error(b"!3\r\nbad\r\n"), Ok(Some(Some("bad".into()))));
@@ -311,7 +409,7 @@ mod tests {
         assert_eq!(reply_error(b"*1\r\n$2\r\n-x\r\n"), Ok(Some(None)));
         assert_eq!(reply_error(b">2\r\n+message\r\n+x\r\n"), Ok(None));
         let mut answers: Answers<u8> = Answers::default();
-        answers.expect(1);
+        answers.expect(1).unwrap();
         assert_eq!(answers.on_frame(b">1\r\n+p\r\n"), Ok(None));
         assert_eq!(answers.on_frame(b":1\r\n"), Ok(Some((1, None))));
     }
