@@ -18,21 +18,26 @@
 //!   data), [`report`] (results), [`probe`] (all of it, for the CLI).
 
 pub mod backends;
+pub mod bounded_read;
 pub mod checks;
 pub mod effects;
 pub mod explore;
 pub mod gate;
 pub mod kind;
 pub mod lab;
+mod lifeline;
 mod link;
 pub mod normalise;
+mod output_ring;
 pub mod pg_answers;
 pub mod pg_classify;
 pub mod pg_wire;
 pub mod probe;
+pub mod proc_tree;
 pub mod protocol;
 pub mod replay;
 pub mod report;
+mod reset_cmd;
 pub mod resp;
 pub mod resp_classify;
 pub mod run;
