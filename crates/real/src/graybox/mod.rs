@@ -11,11 +11,12 @@
 //!   [`pg_classify`] and [`resp_classify`]; [`protocol`]: what the controller asks of each protocol.
 //! - [`explore`]: which order of statements to try next (stateless DFS, preemption-bounded).
 //! - The controller side builds on [`gate::Gates`]: [`urls`] (the real stores' URLs, loopback only),
-//!   [`service`] (the service as a process group the probe kills and restarts), [`effects`] (count, reset),
+//!   [`service`] (the service as a process tree the probe kills and restarts, found by [`proc_tree`], dying
+//!   with the probe by `lifeline`, its output in `output_ring`), [`effects`] (count, reset; `reset_cmd`),
 //!   [`backends`] (the store's word on which backends wait on a lock; ending a killed service's backends),
 //!   [`lab`] (the bench: gates + service + counter), [`run`] (one schedule over the gates), [`checks`]
 //!   (`crash-at-every-statement`, `interleaved-same-key`, `lost-response`), [`replay`], [`schedule`] (a failure as
-//!   data), [`report`] (results), [`probe`] (all of it, for the CLI).
+//!   data; its file read by [`bounded_read`]), [`report`] (results), [`probe`] (all of it, for the CLI).
 
 pub mod backends;
 pub mod bounded_read;
