@@ -33,6 +33,7 @@ mod output_ring;
 pub mod pg_answers;
 pub mod pg_classify;
 pub mod pg_wire;
+mod port_owner;
 pub mod probe;
 pub mod proc_tree;
 pub mod protocol;

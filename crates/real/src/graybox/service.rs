@@ -9,6 +9,7 @@
 
 use super::lifeline::{self, Watchdog};
 use super::output_ring::{Feeder, OutputRing, RING_BYTES};
+use super::port_owner;
 use super::proc_tree::{self, MARK_VAR};
 use crate::stack::http::{exchange, HttpRequest, Url};
 use std::os::unix::process::CommandExt;
@@ -74,10 +75,16 @@ pub enum ServiceError {
     )]
     Unkillable { pids: Vec<i32> },
     #[error(
-        "{url} still accepted connections {:?} after {when}: another process listens on the service's port",
+        "{url} still accepted connections {:?} after {when}: another process listens on the service's \
+         port{listeners}",
         PORT_QUIET_WAIT
     )]
-    PortBusy { url: String, when: &'static str },
+    PortBusy {
+        url: String,
+        when: &'static str,
+        /// Who listens, when /proc says (`port_owner::describe`).
+        listeners: String,
+    },
 }
 
 /// A mark unique to each `Service` of this probe (the pid keeps probes on one machine apart).
@@ -144,6 +151,7 @@ impl Service {
             return Err(ServiceError::PortBusy {
                 url: self.spec.url.to_text(),
                 when: "before the service was started",
+                listeners: port_owner::describe(self.spec.url.address.port()),
             });
         }
         let spawn_error = |error| ServiceError::Spawn {
@@ -280,6 +288,7 @@ impl Service {
             (Ok(()), _) if !self.port_quiet() => Some(ServiceError::PortBusy {
                 url: self.spec.url.to_text(),
                 when: "the service's processes were all killed",
+                listeners: port_owner::describe(self.spec.url.address.port()),
             }),
             _ => None,
         };
@@ -522,6 +531,12 @@ mod tests {
             .expect("refused");
         assert!(
             error.to_string().contains("before the service was started"),
+            "{error}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("(pid {}: ", std::process::id())),
             "{error}"
         );
         assert!(!ran.exists());
