@@ -6,6 +6,7 @@
 use super::auto_stores::AutoStores;
 use super::probe_cmd::{ProbeArgs, EXPLORE, OUTPUT, SERVICE, STORES};
 use super::{EXIT_BAD_INPUT, EXIT_MISMATCH, EXIT_OK};
+use retrylab::graybox::bounded_read::{read_regular, RESET_SQL_MAX};
 use retrylab::graybox::checks::CheckOptions;
 use retrylab::graybox::effects::{CountBy, ResetBy};
 use retrylab::graybox::explore::Bounds;
@@ -228,8 +229,7 @@ fn count_and_reset(
     };
     let reset = match (&gray.reset_sql, &gray.reset_cmd) {
         (Some(file), _) => {
-            let sql = std::fs::read_to_string(file)
-                .map_err(|e| format!("--reset-sql {}: {e}", file.display()))?;
+            let sql = read_regular("--reset-sql", file, RESET_SQL_MAX)?;
             Some(ResetBy::Sql(sql))
         }
         (None, Some(command)) => Some(ResetBy::Cmd(command.clone())),

@@ -5,7 +5,7 @@
 //! check; with what an ORM adds (`+orm`: introspection in the first request after each start, thread-named
 //! savepoints) the fixed twin still passes crash-at-every-statement and claim-first still fails and replays
 //! (issue 44); a probe killed mid-run leaves no process of the service; bad input is
-//! refused before anything runs, and a service that exits early is exit 2 with its own output. Skipped with one
+//! refused before anything runs (a FIFO or a device as an input file too, in one line), and a service that exits early is exit 2 with its own output. Skipped with one
 //! line when PostgreSQL or /usr/bin/python3 with psycopg2 is missing (a failure under RETRYLAB_REQUIRE_SERVERS=1).
 
 use crate::tiny_service::{servers, tiny, BIN, PYTHON};
@@ -392,4 +392,30 @@ fn bad_input_is_refused_before_anything_runs_and_an_early_exit_shows_its_output(
         text.contains("exited early") && text.contains("missing-setting STRIPE_KEY"),
         "{text}"
     );
+}
+
+#[test]
+fn a_fifo_or_a_device_as_an_input_file_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("schedule.json");
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let fifo = fifo.to_str().unwrap();
+    // Nothing writes the FIFO and /dev/zero never ends: either would hang a probe that read them.
+    for (flag, file) in [("--replay", fifo), ("--reset-sql", "/dev/zero")] {
+        let output = Command::new(BIN)
+            .args(["probe", "http://127.0.0.1:0/p", "--exec", "true"])
+            .args(["--postgres", "postgres://app@127.0.0.1:5432/x"])
+            .args(["--count-sql", "SELECT 1", flag, file])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        let text = stderr(&output);
+        assert!(
+            text.contains(&format!("{flag} {file}: not a regular file")),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 1, "{text}");
+    }
 }

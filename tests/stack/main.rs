@@ -18,6 +18,8 @@ mod graybox_blocking;
 #[cfg(feature = "stack")]
 mod graybox_drivers;
 #[cfg(all(feature = "cli", feature = "stack"))]
+mod graybox_orphans;
+#[cfg(all(feature = "cli", feature = "stack"))]
 mod graybox_probe;
 #[cfg(all(feature = "cli", feature = "stack"))]
 mod graybox_unearned;

@@ -1,6 +1,6 @@
 //! Effects counted and the slate wiped, before and after every schedule: `--count-sql` on the real database
 //! (directly, never through a gate, so counting is no boundary) or `--count-url` on the service; `--reset-sql`
-//! (a file run with `batch_execute` on the real database: it may TRUNCATE) or `--reset-cmd`. The probe's own
+//! (a file run with `batch_execute` on the real database: it may TRUNCATE) or `--reset-cmd` (see `reset_cmd`). The probe's own
 //! connection is built from the checked `--postgres` parts only, so it reaches nothing else.
 
 use super::urls::PostgresTarget;
@@ -139,25 +139,11 @@ impl Effects {
             }
             Some(ResetBy::Cmd(command)) => {
                 let command = command.clone();
-                let output = tokio::task::spawn_blocking(move || {
-                    std::process::Command::new("sh")
-                        .arg("-c")
-                        .arg(&command)
-                        .stdin(std::process::Stdio::null())
-                        .output()
+                tokio::task::spawn_blocking(move || {
+                    super::reset_cmd::run(&command, super::reset_cmd::RESET_CMD_TIMEOUT)
                 })
                 .await
                 .map_err(|e| format!("--reset-cmd: {e}"))?
-                .map_err(|e| format!("--reset-cmd: {e}"))?;
-                if output.status.success() {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "--reset-cmd exited with {}: {}",
-                        output.status,
-                        String::from_utf8_lossy(&output.stderr).trim()
-                    ))
-                }
             }
         }
     }

@@ -11,14 +11,16 @@
 //!   [`pg_classify`] and [`resp_classify`]; [`protocol`]: what the controller asks of each protocol.
 //! - [`explore`]: which order of statements to try next (stateless DFS, preemption-bounded).
 //! - The controller side builds on [`gate::Gates`]: [`urls`] (the real stores' URLs, loopback only),
-//!   [`service`] (the service as a process group the probe kills and restarts), [`effects`] (count, reset),
+//!   [`service`] (the service as a process tree the probe kills and restarts, found by [`proc_tree`], dying
+//!   with the probe by `lifeline`, its output in `output_ring`), [`effects`] (count, reset; `reset_cmd`),
 //!   [`backends`] (the store's word on which backends wait on a lock; ending a killed service's backends),
 //!   [`lab`] (the bench: gates + service + counter), [`run`] (one schedule over the gates), [`checks`]
 //!   (`crash-at-every-statement`, `interleaved-same-key`, `lost-response`), [`replay`], [`schedule`] (a failure as
-//!   data), [`report`] (results), [`probe`] (all of it, for the CLI).
+//!   data; its file read by [`bounded_read`]), [`report`] (results), [`probe`] (all of it, for the CLI).
 
 pub mod backends;
 pub mod background;
+pub mod bounded_read;
 pub mod bounds;
 pub mod checks;
 pub mod effects;
@@ -28,15 +30,20 @@ mod fuzz_tests;
 pub mod gate;
 pub mod kind;
 pub mod lab;
+mod lifeline;
 mod link;
 pub mod normalise;
+mod output_ring;
 pub mod pg_answers;
 pub mod pg_classify;
 pub mod pg_wire;
+mod port_owner;
 pub mod probe;
+pub mod proc_tree;
 pub mod protocol;
 pub mod replay;
 pub mod report;
+mod reset_cmd;
 pub mod resp;
 pub mod resp_classify;
 pub mod run;

@@ -62,8 +62,8 @@ pub struct Schedule {
 impl Schedule {
     /// Read and check a saved schedule (version 1 converted); one-line errors naming the file and the field.
     pub fn load(path: &Path) -> Result<Schedule, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("--replay {}: {e}", path.display()))?;
+        let text =
+            super::bounded_read::read_regular("--replay", path, super::bounded_read::REPLAY_MAX)?;
         let not_one = |e: serde_json::Error| {
             format!("--replay {}: not a retrylab schedule: {e}", path.display())
         };
