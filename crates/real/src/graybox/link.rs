@@ -334,6 +334,11 @@ struct Incoming {
 impl Incoming {
     /// Read more. Err: the service closed (`ServiceClosed(None)`), or all connections buffer too much.
     async fn more(&mut self) -> Result<(), End> {
+        // What was cut since the last read is no longer held here: given back before waiting (only shrinks).
+        let held = self.buf.len() + self.group;
+        self.charge
+            .set(held, BUFFERED_BYTES_MAX)
+            .map_err(End::Unsupported)?;
         match self.read.read(&mut self.chunk).await {
             Ok(0) | Err(_) => Err(End::ServiceClosed(None)),
             Ok(n) => {
