@@ -29,7 +29,12 @@ const GSSENC_REQUEST: u32 = 80877104;
 const CANCEL_REQUEST: u32 = 80877102;
 
 /// What the gate told the service when its TLS request was refused and it then went away.
-pub const TLS_REQUIRED: &str = "TLS required (use sslmode=disable or prefer)";
+/// What a client that insists on TLS is told: the gates speak plain TCP on loopback, and how to turn TLS off
+/// differs by driver (lib/pq and pgjdbc default to requiring or trying it; the service's DATABASE_URL already
+/// says sslmode=disable, so a driver that still asks builds its settings elsewhere).
+pub const TLS_REQUIRED: &str = "TLS required: the client asked for TLS and closed when the gate (plain TCP on \
+     loopback) refused it; turn TLS off in the service's driver: sslmode=disable in its URL or PGSSLMODE (libpq, \
+     psycopg, lib/pq, pgx), sslmode=disable or ssl=false for pgjdbc, ssl: false for node-pg and asyncpg";
 
 /// The length of the first complete untyped (startup-phase) message at the start of `buf`.
 pub fn cut_startup(buf: &[u8]) -> Result<Option<usize>, String> {
