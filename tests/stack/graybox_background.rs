@@ -6,31 +6,15 @@
 //! schedules and crash points as without the heartbeat (8 and 4, tests/stack/graybox_blocking.rs derives the 8),
 //! and the broken ones are still caught.
 
-use crate::tiny_service::{servers, tiny, BIN, PYTHON};
+use crate::tiny_service::{self, servers};
 use retrylab::servers::postgres::TempPostgres;
 use serde_json::Value;
-use std::process::Command;
 
 /// Every check on `design`: the exit code and the result lines by check.
 fn probe(pg: &TempPostgres, design: &str) -> (Option<i32>, Vec<Value>) {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(BIN)
-        .args(["probe", "http://127.0.0.1:0/payments", "--exec"])
-        .arg(format!("{PYTHON} {} {design}", tiny("service.py")))
-        .arg("--postgres")
-        .arg(format!(
-            "postgres://postgres@127.0.0.1:{}/postgres",
-            pg.port
-        ))
-        .args([
-            "--count-sql",
-            "SELECT count(*) FROM payments",
-            "--reset-sql",
-        ])
-        .arg(tiny("reset.sql"))
-        .arg("--schedule-dir")
-        .arg(dir.path())
-        .args(["--json", "--resolve-within-s", "3"])
+    let out = tiny_service::probe(pg, design, dir.path())
+        .args(["--resolve-within-s", "3"])
         .output()
         .expect("retrylab runs");
     let lines = String::from_utf8_lossy(&out.stdout)

@@ -6,28 +6,11 @@
 //! still takes the service and the grandchild with it. Each test finds the service's processes by a marker
 //! argument in /proc/PID/cmdline. Skipped with one line when PostgreSQL or python3-psycopg2 is missing.
 
+use crate::tiny_service::{probe_exec, servers, tiny, PYTHON};
 use retrylab::servers::postgres::TempPostgres;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_retrylab");
-const PYTHON: &str = "/usr/bin/python3";
-
-fn tiny(file: &str) -> String {
-    format!("{}/tests/graybox_tiny/{file}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn servers() -> Option<TempPostgres> {
-    let python = Command::new(PYTHON)
-        .args(["-c", "import psycopg2"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !python {
-        retrylab::servers::missing("python3-psycopg2", "apt-get install -y python3-psycopg2")?;
-    }
-    TempPostgres::start()
-}
 
 /// A marker argument no other test's process carries.
 fn marker(test: &str) -> String {
@@ -36,23 +19,8 @@ fn marker(test: &str) -> String {
 
 /// `retrylab probe` running `exec` as the service, crash-at-every-statement only.
 fn probe(pg: &TempPostgres, exec: &str, dir: &Path) -> Command {
-    let mut command = Command::new(BIN);
-    command
-        .args(["probe", "http://127.0.0.1:0/payments", "--exec", exec])
-        .arg("--postgres")
-        .arg(format!(
-            "postgres://postgres@127.0.0.1:{}/postgres",
-            pg.port
-        ))
-        .args([
-            "--count-sql",
-            "SELECT count(*) FROM payments",
-            "--reset-sql",
-        ])
-        .arg(tiny("reset.sql"))
-        .arg("--schedule-dir")
-        .arg(dir)
-        .args(["--check", "crash-at-every-statement", "--json"]);
+    let mut command = probe_exec(pg, exec, dir);
+    command.args(["--check", "crash-at-every-statement"]);
     command
 }
 

@@ -3,6 +3,7 @@
 //! RETRYLAB_REQUIRE_SERVERS=1).
 
 use retrylab::servers::postgres::TempPostgres;
+use std::path::Path;
 use std::process::Command;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_retrylab");
@@ -24,4 +25,36 @@ pub fn servers() -> Option<TempPostgres> {
         retrylab::servers::missing("python3-psycopg2", "apt-get install -y python3-psycopg2")?;
     }
     TempPostgres::start()
+}
+
+/// `retrylab probe` of the service `exec` over `pg`: the tiny service's count and reset, JSON lines, schedules in
+/// `dir`.
+pub fn probe_exec(pg: &TempPostgres, exec: &str, dir: &Path) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .args(["probe", "http://127.0.0.1:0/payments", "--exec", exec])
+        .arg("--postgres")
+        .arg(format!(
+            "postgres://postgres@127.0.0.1:{}/postgres",
+            pg.port
+        ))
+        .args([
+            "--count-sql",
+            "SELECT count(*) FROM payments",
+            "--reset-sql",
+        ])
+        .arg(tiny("reset.sql"))
+        .arg("--schedule-dir")
+        .arg(dir)
+        .arg("--json");
+    command
+}
+
+/// `probe_exec` of the tiny service in `design`.
+pub fn probe(pg: &TempPostgres, design: &str, dir: &Path) -> Command {
+    probe_exec(
+        pg,
+        &format!("{PYTHON} {} {design}", tiny("service.py")),
+        dir,
+    )
 }

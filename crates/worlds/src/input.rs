@@ -105,7 +105,12 @@ pub fn read_bytes(path: &Path, bytes_max: u64) -> Result<Vec<u8>, ReadError> {
 
 /// The text of the regular file at `path`, at most `INPUT_BYTES_MAX` bytes, UTF-8.
 pub fn read_text(path: &Path) -> Result<String, ReadError> {
-    let bytes = read_bytes(path, INPUT_BYTES_MAX)?;
+    read_text_max(path, INPUT_BYTES_MAX)
+}
+
+/// The text of the regular file at `path`, at most `bytes_max` bytes, UTF-8.
+pub fn read_text_max(path: &Path, bytes_max: u64) -> Result<String, ReadError> {
+    let bytes = read_bytes(path, bytes_max)?;
     String::from_utf8(bytes).map_err(|error| {
         let good = &error.as_bytes()[..error.utf8_error().valid_up_to()];
         let good = std::str::from_utf8(good).expect("the valid prefix is UTF-8");

@@ -21,14 +21,6 @@ pub struct Background {
 }
 
 impl Background {
-    /// Only a count of passed statements (for a check's evidence).
-    pub fn passed(passed: usize) -> Background {
-        Background {
-            passed,
-            ..Background::default()
-        }
-    }
-
     pub fn contains(&self, connection: ConnectionId) -> bool {
         self.connections.contains(&connection)
     }
@@ -45,11 +37,16 @@ impl Background {
 
     /// "12 statements of connections that carry no request (a background job, a keep-alive) passed unheld".
     pub fn summary(&self) -> Option<String> {
-        match self.passed {
-            0 => None,
-            1 => Some("1 statement of a connection that carries no request (a background job, a keep-alive) passed unheld".into()),
-            n => Some(format!("{n} statements of connections that carry no request (a background job, a keep-alive) passed unheld")),
-        }
+        summary(self.passed)
+    }
+}
+
+/// What a check's evidence says of `passed` statements of background connections (None: there were none).
+pub fn summary(passed: usize) -> Option<String> {
+    match passed {
+        0 => None,
+        1 => Some("1 statement of a connection that carries no request (a background job, a keep-alive) passed unheld".into()),
+        n => Some(format!("{n} statements of connections that carry no request (a background job, a keep-alive) passed unheld")),
     }
 }
 

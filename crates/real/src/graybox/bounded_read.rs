@@ -1,10 +1,9 @@
 //! The probe's input files (`--reset-sql`, `--replay`) read whole, but only when they are regular files of a
 //! bounded size: a FIFO would block the probe before anything ran (nothing writes it), a device such as
 //! /dev/zero never ends, and a huge file would be held in memory. One-line errors name the flag and the file.
+//! The reading itself is the project's one reader of input files, `retrylab_worlds::input`.
 
-use std::fs::OpenOptions;
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
+use retrylab_worlds::input::read_text_max;
 use std::path::Path;
 
 /// The largest `--reset-sql` file (statements wiping a test database: far smaller).
@@ -12,44 +11,10 @@ pub const RESET_SQL_MAX: u64 = 16 << 20;
 /// The largest `--replay` file (a saved schedule: a few kilobytes).
 pub const REPLAY_MAX: u64 = 64 << 20;
 
-/// Read `path` (given with `flag`) as UTF-8 text when it is a regular file of at most `max` bytes.
+/// Read `path` (given with `flag`) as UTF-8 text when it is a regular file of at most `max` bytes: the reader
+/// every command's input files go through (`retrylab_worlds::input`), its error behind the flag and the file.
 pub fn read_regular(flag: &str, path: &Path, max: u64) -> Result<String, String> {
-    let failed = |why: String| format!("{flag} {}: {why}", path.display());
-    // O_NONBLOCK: opening a FIFO with no writer would wait for one; the check below refuses it once open. It
-    // changes nothing for a regular file's reads.
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| failed(e.to_string()))?;
-    // The opened file's metadata, not the path's: the path may be swapped for something else in between.
-    let metadata = file.metadata().map_err(|e| failed(e.to_string()))?;
-    if !metadata.is_file() {
-        return Err(failed(
-            "not a regular file (FIFOs, devices and directories are refused)".into(),
-        ));
-    }
-    let too_large = || failed(format!("larger than {}", size_text(max)));
-    if metadata.len() > max {
-        return Err(too_large());
-    }
-    let mut bytes = Vec::new();
-    // The size may grow after the check: read one byte past the bound to tell.
-    file.take(max + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| failed(e.to_string()))?;
-    if bytes.len() as u64 > max {
-        return Err(too_large());
-    }
-    String::from_utf8(bytes).map_err(|_| failed("not UTF-8 text".into()))
-}
-
-fn size_text(bytes: u64) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
-        format!("{} MiB", bytes >> 20)
-    } else {
-        format!("{bytes} bytes")
-    }
+    read_text_max(path, max).map_err(|error| format!("{flag} {}: {error}", path.display()))
 }
 
 #[cfg(test)]
@@ -84,14 +49,20 @@ mod tests {
     #[test]
     fn a_device_a_directory_and_a_large_file_are_refused() {
         let error = read_regular("--reset-sql", Path::new("/dev/zero"), RESET_SQL_MAX).unwrap_err();
-        assert!(error.contains("/dev/zero: not a regular file"), "{error}");
+        assert!(
+            error.starts_with("--reset-sql /dev/zero: ") && error.contains("not a regular file"),
+            "{error}"
+        );
         let dir = tempfile::tempdir().unwrap();
         assert!(read_regular("--replay", dir.path(), REPLAY_MAX).is_err());
         let path = dir.path().join("big.sql");
         std::fs::write(&path, vec![b'-'; 2048]).unwrap();
         let error = read_regular("--reset-sql", &path, 1024).unwrap_err();
         assert_eq!(error.lines().count(), 1);
-        assert!(error.contains("big.sql: larger than 1024 bytes"), "{error}");
+        assert!(
+            error.contains("big.sql: ") && error.contains("larger than 1024 bytes"),
+            "{error}"
+        );
         assert!(read_regular("--reset-sql", &path, 2048).is_ok());
     }
 }

@@ -9,7 +9,7 @@
 //!
 //! Replaying a saved schedule is [`super::replay`].
 
-use super::background::Background;
+use super::background;
 use super::explore::{Bounds, Coverage, Explorer};
 use super::gate::Wire;
 use super::kind::Passed;
@@ -67,8 +67,7 @@ pub async fn run_check(
         GrayCheck::InterleavedSameKey => interleaved_same_key(lab, options).await,
         GrayCheck::LostResponse => lost_response(lab, options).await,
     }?;
-    let background = Background::passed(lab.gates.take_background_passed());
-    if let Some(summary) = background.summary() {
+    if let Some(summary) = background::summary(lab.gates.take_background_passed()) {
         finding.evidence = format!("{}; {summary}", finding.evidence);
     }
     Ok(finding)
